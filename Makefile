@@ -1,0 +1,49 @@
+# clusterdOS developer entry points. Run as root (the lab creates bridges, firewall
+# rules and privileged hosts). `make site` and `make test` are the README's commands.
+SHELL := /bin/bash
+VENV := .venv
+export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+LAB ?= site
+LAYOUT ?= site
+# Every scenario under molecule/ (one directory each, _shared excluded).
+SCENARIOS ?= $(sort $(filter-out _shared,$(notdir $(patsubst %/,%,$(dir $(wildcard molecule/*/molecule.yml))))))
+
+.PHONY: help setup lint sanity unit molecule test site lab-up lab-down bench changelog
+
+help:
+	@echo "make site     - set up, start the lab ($(LAYOUT) layout) and run playbooks/site.yml on it"
+	@echo "make test     - every check: lint, sanity, unit tests, molecule scenarios ($(SCENARIOS))"
+	@echo "make lab-down - remove the lab started by make site"
+
+setup:
+	scripts/setup-dev.sh
+
+lint: setup
+	yamllint .
+	ansible-lint
+	antsibull-changelog lint
+	python3 scripts/check_argument_specs.py
+
+sanity: setup
+	scripts/sanity.sh
+
+unit: setup
+	pytest -q tests/unit
+
+molecule: setup
+	@set -e; for s in $(SCENARIOS); do echo "=== molecule test -s $$s"; molecule test -s $$s; done
+
+test: lint sanity unit molecule
+
+lab-up: setup
+	clusterdos-lab up --name $(LAB) --layout $(LAYOUT)
+
+site: lab-up
+	ansible-playbook -i "$$(clusterdos-lab inventory --name $(LAB))" playbooks/site.yml
+
+lab-down:
+	clusterdos-lab down --name $(LAB)
+
+bench: setup
+	python3 benchmarks/lab_and_base.py
