@@ -19,11 +19,12 @@ from pathlib import Path
 
 import yaml
 
-from . import firewall, image, inventory, podman, proxy
+from . import firewall, image, inventory, podman, proxy, qemu
 from .spec import STATE_ROOT, HostSpec, LabSpec, build_spec, validate
 from .util import LabError, log, mem_available_mib, require_root, require_tools, run, step
 
 SSH_TIMEOUT = float(os.environ.get("CLUSTERDOS_LAB_SSH_TIMEOUT", "90"))
+VM_SSH_TIMEOUT = float(os.environ.get("CLUSTERDOS_LAB_VM_SSH_TIMEOUT", "180"))
 
 
 def _save(spec: LabSpec) -> None:
@@ -68,10 +69,10 @@ def _ensure_key(spec: LabSpec) -> Path:
     return key
 
 
-def _wait_ssh(spec: LabSpec) -> None:
+def _wait_ssh(spec: LabSpec, timeout: float) -> None:
     key = inventory.ssh_key(spec)
     pending = {h.name: spec.host_ip(i) for i, h in enumerate(spec.hosts)}
-    deadline = time.monotonic() + SSH_TIMEOUT
+    deadline = time.monotonic() + timeout
     while pending:
         for name, addr in list(pending.items()):
             rc = subprocess.run(["ssh", *inventory.ssh_args(), "-o", "ConnectTimeout=2", "-i", str(key),
@@ -79,7 +80,8 @@ def _wait_ssh(spec: LabSpec) -> None:
             if rc == 0:
                 pending.pop(name)
         if pending and time.monotonic() > deadline:
-            raise LabError(f"SSH not answering after {SSH_TIMEOUT:.0f}s on: {', '.join(sorted(pending))}")
+            raise LabError(f"SSH not answering after {timeout:.0f}s on: {', '.join(sorted(pending))}"
+                           f" (consoles of VMs: {spec.state_dir / 'vms'})")
         if pending:
             time.sleep(0.5)
 
@@ -87,9 +89,11 @@ def _wait_ssh(spec: LabSpec) -> None:
 def cmd_up(args: argparse.Namespace) -> int:
     require_root()
     spec = build_spec(args.name, args.backend, args.subnet, args.host or [], args.hosts, args.layout, args.memory)
+    common_tools = ("debootstrap", "apt-cacher-ng", "iptables", "ip6tables", "ssh", "ssh-keygen")
     if spec.backend == "qemu":
-        raise LabError("the qemu backend is not built yet; use --backend podman (see docs/lab.md)")
-    require_tools("podman", "runc", "debootstrap", "apt-cacher-ng", "iptables", "ip6tables", "ssh", "ssh-keygen")
+        require_tools(*common_tools, *qemu.TOOLS)
+    else:
+        require_tools(*common_tools, "podman", "runc")
     timings: dict[str, float] = {}
     started = time.monotonic()
     existing = (spec.state_dir / "lab.yml").exists()
@@ -97,27 +101,28 @@ def cmd_up(args: argparse.Namespace) -> int:
         clash = _subnet_in_use(spec)
         if clash:
             raise LabError(f"subnet {spec.subnet} is already in use ({clash}); pick another with --subnet")
-        need = sum(h.memory_mib for h in spec.hosts)
+        need = sum(max(h.memory_mib, 1024) if spec.backend == "qemu" else h.memory_mib for h in spec.hosts)
         avail = mem_available_mib()
         if need > avail - 1024:
             raise LabError(f"{len(spec.hosts)} hosts need {need} MiB but only {avail} MiB is available "
                            "(1 GiB is kept for this machine); use fewer hosts or --memory")
     spec.state_dir.mkdir(parents=True, exist_ok=True)
     _save(spec)
+    backend = qemu if spec.backend == "qemu" else podman
     with step("host image", timings):
-        img = image.ensure_podman_image()
+        img = qemu.ensure_image() if spec.backend == "qemu" else image.ensure_podman_image()
     with step("ssh key", timings):
         key = _ensure_key(spec)
     with step(f"network {spec.subnet}", timings):
-        spec.bridge = podman.ensure_network(spec)
+        spec.bridge = backend.ensure_network(spec)
         _save(spec)
-    with step(f"start {len(spec.hosts)} host(s)", timings):
-        podman.start_hosts(spec, img, str(key) + ".pub")
+    with step(f"start {len(spec.hosts)} {spec.backend} host(s)", timings):
+        backend.start_hosts(spec, img, str(key) + ".pub")
     with step("firewall and package proxy", timings):
         firewall.up(spec, proxy.DEFAULT_PORT)
         proxy_url = proxy.start(spec)
     with step("wait for SSH", timings):
-        _wait_ssh(spec)
+        _wait_ssh(spec, SSH_TIMEOUT if spec.backend == "podman" else VM_SSH_TIMEOUT + 60 * len(spec.hosts))
     inv = inventory.write(spec, proxy_url)
     total = time.monotonic() - started
     timings["total"] = round(total, 2)
@@ -134,7 +139,7 @@ def cmd_down(args: argparse.Namespace) -> int:
         spec = _load(args.name)
         with step(f"remove lab {spec.name}"):
             proxy.stop(spec)
-            podman.remove(spec)
+            (qemu if spec.backend == "qemu" else podman).remove(spec)
             firewall.down(spec)
     elif not args.purge:
         log(f"no lab named {args.name}; nothing to do")
@@ -152,7 +157,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         spec = _load(name)
         report.append({"name": name, "backend": spec.backend, "subnet": spec.subnet,
                        "proxy": proxy.running(spec) is not None, "firewall": firewall.present(spec),
-                       "hosts": podman.status(spec)})
+                       "hosts": (qemu if spec.backend == "qemu" else podman).status(spec)})
     print(yaml.safe_dump(report, sort_keys=False) if report else "no labs")
     return 0
 

@@ -24,7 +24,7 @@ PACKAGES = [
     "sudo", "iproute2", "kmod", "iputils-ping", "procps", "ca-certificates",
 ]
 # Bump when the customisation below changes: it is part of the cache key.
-RECIPE_VERSION = "5"
+RECIPE_VERSION = "6"
 
 # Runs before anything else in a container host: kernel.*, vm.* and fs.* in /proc/sys are
 # this machine's own (only net.* is per network namespace), so they are made read-only.
@@ -52,6 +52,56 @@ ExecStart=/usr/local/sbin/clusterdos-lab-guard
 [Install]
 WantedBy=sysinit.target
 """
+
+# podman (--systemd=always, cgroups v1 hybrid) leaves some hierarchies unscoped in a lab
+# host: net_cls, perf_event and hugetlb at the machine's top level, and the machine's
+# top-level name=systemd stacked over the host's own scoped one. runc in a lab host would
+# then create cgroups (/k8s.io/..., /kubepods/...) at THIS machine's top level, shared by
+# every lab host, left behind after `down`. Before containerd or kubelet starts, this
+# script unmounts the unscoped hierarchies (kind's node entrypoint does the same), uncovers
+# the scoped name=systemd mount, and bind-mounts each scoped hierarchy onto its own path
+# so the absolute paths in /proc/*/cgroup (which systemd keeps using) still resolve.
+CGROUP_SCRIPT = """#!/bin/sh
+# clusterdos lab: scope cgroup v1 hierarchies to this container's own cgroup.
+set -eu
+own=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)
+if [ -z "$own" ] || [ "$own" = / ]; then exit 0; fi
+awk '$9 == "cgroup" && $4 == "/" {print $5}' /proc/self/mountinfo | sort -ru | while read -r mnt; do
+    [ "$mnt" = /sys/fs/cgroup/systemd ] && continue
+    umount "$mnt"
+done
+if awk '$5 == "/sys/fs/cgroup/systemd" && $4 == "/" {f=1} END {exit !f}' /proc/self/mountinfo; then
+    if mountpoint -q /sys/fs/cgroup/systemd/release_agent; then umount /sys/fs/cgroup/systemd/release_agent; fi
+    # systemd holds the top mount open; detach it and let new lookups reach the scoped one.
+    umount --lazy /sys/fs/cgroup/systemd
+fi
+awk '$9 == "cgroup" && $4 != "/" {print $5}' /proc/self/mountinfo | sort -u | while read -r mnt; do
+    target="$mnt$own"
+    if mountpoint -q "$target"; then continue; fi
+    mkdir -p "$target"
+    mount --bind "$mnt" "$target"
+done
+"""
+
+# Pulled in only by container runtimes (drop-ins below), so hosts without them keep
+# podman's mounts untouched.
+CGROUP_UNIT = """[Unit]
+Description=clusterdos lab: scope cgroup hierarchies before container runtimes start
+DefaultDependencies=no
+After=local-fs.target
+ConditionVirtualization=container
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/clusterdos-lab-cgroups
+"""
+
+CGROUP_RUNTIME_DROPIN = """[Unit]
+Requires=clusterdos-lab-cgroups.service
+After=clusterdos-lab-cgroups.service
+"""
+CGROUP_RUNTIMES = ("containerd.service", "kubelet.service")
 
 # Lab hosts run without CAP_SYS_TIME so they cannot move this machine's clock; chrony's
 # unit would then refuse to start, so its capability condition is cleared and the
@@ -122,6 +172,10 @@ def customise(root: Path) -> None:
     if not link.exists():
         link.symlink_to("/etc/systemd/system/clusterdos-lab-guard.service")
     _write(root, "/etc/systemd/system/chrony.service.d/10-clusterdos-lab.conf", CHRONY_DROPIN)
+    _write(root, "/usr/local/sbin/clusterdos-lab-cgroups", CGROUP_SCRIPT, 0o755)
+    _write(root, "/etc/systemd/system/clusterdos-lab-cgroups.service", CGROUP_UNIT)
+    for unit in CGROUP_RUNTIMES:
+        _write(root, f"/etc/systemd/system/{unit}.d/05-clusterdos-lab-cgroups.conf", CGROUP_RUNTIME_DROPIN)
     # Quiet, predictable hosts: no unattended apt runs racing the tests.
     for unit in ("apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer"):
         mask = root / "etc/systemd/system" / unit

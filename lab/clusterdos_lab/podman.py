@@ -33,8 +33,23 @@ def ensure_network(spec: LabSpec) -> str:
     return run(["podman", "network", "inspect", "--format", "{{.NetworkInterface}}", name]).stdout.strip()
 
 
+# Paths inside each host backed by a directory of this machine (ext4): containerd's
+# overlayfs snapshotter fails on the container's own overlay root. They live under the
+# lab's state directory, which `down` removes.
+HOST_VOLUMES = {"containerd": "/var/lib/containerd"}
+
+
+def volume_dir(spec: LabSpec, host: str, name: str):
+    return spec.state_dir / "volumes" / host / name
+
+
 def start_hosts(spec: LabSpec, image: str, pubkey_path: str) -> None:
     for index, host in enumerate(spec.hosts):
+        volumes = []
+        for vname, target in HOST_VOLUMES.items():
+            vdir = volume_dir(spec, host.name, vname)
+            vdir.mkdir(parents=True, exist_ok=True)
+            volumes += ["--volume", f"{vdir}:{target}:rw"]
         cname = container_name(spec, host.name)
         if run(["podman", "container", "exists", cname], check=False).returncode == 0:
             state = run(["podman", "inspect", "--format", "{{.State.Running}}", cname]).stdout.strip()
@@ -50,7 +65,7 @@ def start_hosts(spec: LabSpec, image: str, pubkey_path: str) -> None:
             "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768",
             "--memory", f"{host.memory_mib}m",
             "--no-hosts", "--dns", "none",
-            "--volume", f"{pubkey_path}:/root/.ssh/authorized_keys:ro,Z",
+            "--volume", f"{pubkey_path}:/root/.ssh/authorized_keys:ro,Z", *volumes,
             "--tmpfs", "/tmp", "--tmpfs", "/run", "--tmpfs", "/run/lock",
             "--env", "container=podman",
             image, "/sbin/init",
