@@ -24,6 +24,7 @@ lint: setup
 	ansible-lint
 	antsibull-changelog lint
 	python3 scripts/check_argument_specs.py
+	python3 scripts/role_docs.py --check
 
 sanity: setup
 	scripts/sanity.sh
@@ -34,7 +35,8 @@ unit: setup
 molecule: setup
 	@set -e; for s in $(SCENARIOS); do echo "=== molecule test -s $$s"; molecule test -s $$s; done
 
-test: lint sanity unit molecule
+test: setup
+	scripts/test-all.sh
 
 lab-up: setup
 	clusterdos-lab up --name $(LAB) --layout $(LAYOUT)

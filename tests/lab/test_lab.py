@@ -1,0 +1,93 @@
+"""The lab on this machine, for real: two podman hosts, then `down`.
+
+Needs root, podman and the cached host image (the first run builds it). Checks what the
+lab promises: hosts reach each other and the package proxy, nothing else; this machine's
+global sysctls stay out of reach; `down` leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = str(ROOT / "bin" / "clusterdos-lab")
+NAME = "pytest-lab"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
+
+
+def lab(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], capture_output=True, text=True, check=check)
+
+
+def on(host: str, command: str) -> subprocess.CompletedProcess[str]:
+    return lab("ssh", "--name", NAME, host, command, check=False)
+
+
+@pytest.fixture(scope="module")
+def inventory():
+    lab("down", "--name", NAME)
+    up = lab("up", "--name", NAME, "--host", "n1=alpha", "--host", "n2=alpha,beta")
+    path = Path(up.stdout.strip().splitlines()[-1])
+    import yaml
+
+    yield yaml.safe_load(path.read_text())
+    lab("down", "--name", NAME)
+
+
+def test_inventory_has_groups_and_lab_settings(inventory):
+    children = inventory["all"]["children"]
+    assert set(children["alpha"]["hosts"]) == {"n1", "n2"}
+    assert set(children["beta"]["hosts"]) == {"n2"}
+    assert inventory["all"]["vars"]["clusterdos_package_proxy"].endswith(":3142")
+
+
+def test_hosts_reach_each_other_and_the_proxy(inventory):
+    n2 = inventory["all"]["hosts"]["n2"]["ansible_host"]
+    proxy = inventory["all"]["vars"]["clusterdos_package_proxy"].removeprefix("http://")
+    addr, port = proxy.split(":")
+    assert on("n1", f"ping -c1 -W2 {n2}").returncode == 0
+    assert on("n1", f"timeout 3 bash -c 'echo > /dev/tcp/{addr}/{port}'").returncode == 0
+
+
+def test_nothing_else_is_reachable(inventory):
+    gateway = inventory["all"]["vars"]["clusterdos_lab"]["gateway"]
+    # No route out of the bridge, no DNS, and this machine answers only the proxy port.
+    assert on("n1", "ip route get 1.1.1.1").returncode != 0
+    assert on("n1", "getent hosts deb.debian.org").returncode != 0
+    assert on("n1", f"timeout 3 bash -c 'echo > /dev/tcp/{gateway}/22'").returncode != 0
+
+
+def test_global_sysctls_are_read_only_inside(inventory):
+    before = Path("/proc/sys/kernel/panic_on_oops").read_text()
+    result = on("n1", "echo 1 > /proc/sys/kernel/panic_on_oops")
+    assert result.returncode != 0 and "Read-only" in result.stderr
+    assert Path("/proc/sys/kernel/panic_on_oops").read_text() == before
+    # net.* is the host's own network namespace and stays writable.
+    assert on("n1", "sysctl -w net.ipv4.ip_forward=1").returncode == 0
+
+
+def test_down_leaves_nothing_behind(inventory):
+    state = Path("/var/lib/clusterdos-lab") / NAME
+    pid = int((state / "apt-cacher-ng" / "pid").read_text())
+    lab("down", "--name", NAME)
+    ps = subprocess.run(["podman", "ps", "-a", "--filter", f"label=clusterdos-lab={NAME}", "--format", "json"],
+                        capture_output=True, text=True, check=True)
+    assert json.loads(ps.stdout or "[]") == []
+    assert subprocess.run(["podman", "network", "exists", f"clusterdos-{NAME}"], check=False).returncode != 0
+    assert f"clusterdos-lab:{NAME}" not in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+    assert not state.exists()
+    assert not Path(f"/proc/{pid}").exists()
+
+
+def test_bad_input_is_refused_before_anything_changes():
+    result = lab("up", "--name", "pytest-bad", "--subnet", "8.8.8.0/24", "--hosts", "1", check=False)
+    assert result.returncode == 2 and "private IPv4" in result.stderr
+    assert not (Path("/var/lib/clusterdos-lab") / "pytest-bad").exists()
+    result = lab("up", "--name", "pytest-bad", "--hosts", "200", "--memory", "4096", check=False)
+    assert result.returncode == 2 and "MiB" in result.stderr
