@@ -9,12 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-from .spec import CACHE_ROOT
+from .spec import CACHE_ROOT, DEFAULT_CACHE_ROOT
 from .util import LabError, log, run
 
 SUITE = "bookworm"
@@ -121,8 +122,15 @@ def rootfs_dir() -> Path:
     return CACHE_ROOT / "images" / f"{SUITE}-{recipe_key()}" / "rootfs"
 
 
+def _image_suffix() -> str:
+    # A cache root other than the default (benchmarks, tests) gets images of its own.
+    if CACHE_ROOT == DEFAULT_CACHE_ROOT:
+        return ""
+    return "-" + hashlib.sha256(str(CACHE_ROOT).encode()).hexdigest()[:6]
+
+
 def podman_image() -> str:
-    return f"localhost/clusterdos-lab:{SUITE}-{recipe_key()}"
+    return f"localhost/clusterdos-lab:{SUITE}-{recipe_key()}{_image_suffix()}"
 
 
 def build_rootfs() -> Path:
@@ -213,9 +221,12 @@ def ensure_podman_image() -> str:
 
 
 def remove_images() -> None:
-    """Remove every cached lab image (podman images and root filesystems)."""
+    """Remove the cached images of this cache root (every recipe): podman images and root
+    filesystems. Images of other cache roots are left alone."""
     out = run(["podman", "images", "--format", "{{.Repository}}:{{.Tag}}",
                "--filter", "reference=localhost/clusterdos-lab"], check=False).stdout or ""
+    mine = re.compile(rf"^localhost/clusterdos-lab:{SUITE}-[0-9a-f]{{12}}{re.escape(_image_suffix())}$")
     for ref in out.split():
-        run(["podman", "rmi", "-f", ref], check=False)
+        if mine.match(ref):
+            run(["podman", "rmi", "-f", ref], check=False)
     shutil.rmtree(CACHE_ROOT / "images", ignore_errors=True)

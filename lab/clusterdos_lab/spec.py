@@ -25,7 +25,8 @@ BACKENDS = ("podman", "qemu")
 SUBNET_POOL = ipaddress.ip_network("10.213.0.0/16")
 
 STATE_ROOT = Path(os.environ.get("CLUSTERDOS_LAB_STATE", "/var/lib/clusterdos-lab"))
-CACHE_ROOT = Path(os.environ.get("CLUSTERDOS_LAB_CACHE", "/var/cache/clusterdos-lab"))
+DEFAULT_CACHE_ROOT = Path("/var/cache/clusterdos-lab")
+CACHE_ROOT = Path(os.environ.get("CLUSTERDOS_LAB_CACHE", str(DEFAULT_CACHE_ROOT)))
 LAYOUT_DIR = Path(__file__).resolve().parent.parent / "layouts"
 
 
