@@ -46,6 +46,18 @@ def _load(name: str) -> LabSpec:
     return spec
 
 
+def _merge_into_running(requested: LabSpec, backend: str | None) -> LabSpec:
+    """`up` on a running lab: keep its hosts (and their addresses), add the new ones."""
+    running = _load(requested.name)
+    if backend and backend != running.backend:
+        raise LabError(f"lab {running.name} runs the {running.backend} backend; "
+                       f"`down` it first to switch to {backend}")
+    known = {h.name for h in running.hosts}
+    running.hosts += [h for h in requested.hosts if h.name not in known]
+    validate(running)
+    return running
+
+
 def _subnet_in_use(spec: LabSpec) -> str | None:
     """Another interface or route on this machine already using the lab's subnet."""
     out = run(["ip", "-j", "route", "show"], check=False).stdout or "[]"
@@ -97,7 +109,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     timings: dict[str, float] = {}
     started = time.monotonic()
     existing = (spec.state_dir / "lab.yml").exists()
-    if not existing:
+    if existing:
+        spec = _merge_into_running(spec, args.backend)
+    else:
         clash = _subnet_in_use(spec)
         if clash:
             raise LabError(f"subnet {spec.subnet} is already in use ({clash}); pick another with --subnet")

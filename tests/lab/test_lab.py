@@ -72,6 +72,19 @@ def test_global_sysctls_are_read_only_inside(inventory):
     assert on("n1", "sysctl -w net.ipv4.ip_forward=1").returncode == 0
 
 
+def test_up_again_adds_a_host_and_keeps_the_others(inventory):
+    import yaml
+
+    before = {h: v["ansible_host"] for h, v in inventory["all"]["hosts"].items()}
+    up = lab("up", "--name", NAME, "--host", "n3=beta")
+    after = yaml.safe_load(Path(up.stdout.strip().splitlines()[-1]).read_text())
+    hosts = {h: v["ansible_host"] for h, v in after["all"]["hosts"].items()}
+    assert {h: hosts[h] for h in before} == before
+    assert set(hosts) == {"n1", "n2", "n3"} and len(set(hosts.values())) == 3
+    assert set(after["all"]["children"]["beta"]["hosts"]) == {"n2", "n3"}
+    assert on("n3", f"ping -c1 -W2 {before['n1']}").returncode == 0
+
+
 def test_down_leaves_nothing_behind(inventory):
     state = Path("/var/lib/clusterdos-lab") / NAME
     pid = int((state / "apt-cacher-ng" / "pid").read_text())
