@@ -1,0 +1,121 @@
+"""Report writers: JUnit XML, JSON, and the HTML page rendered by headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from ansible_collections.clusterdos.cluster.plugins.module_utils.validate import report
+
+from conftest import FIXTURES
+
+DATA = json.loads((FIXTURES / "report_results.json").read_text())
+RESULTS, TOPOLOGY = DATA["results"], DATA["topology"]
+META = {"cluster": "lab", "generated": "2026-11-29T16:00:00Z"}
+
+
+def test_junit_counts_and_failure_detail():
+    root = ET.fromstring(report.to_junit(RESULTS, META))
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("6", "1", "1")
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    assert sorted(suites) == ["hardware", "kubernetes", "slurm"]
+    assert suites["hardware"].get("tests") == "2"
+    failure = root.find(".//testcase[@name='kubernetes.gpus [svc1]']/failure")
+    assert failure.text == "gpu2: nvidia.com/gpu allocatable 7, inventory says 8"
+    assert root.find(".//testcase[@name='kubernetes.rdma [svc1]']/skipped") is not None
+    assert root.find(".//testcase[@name='slurm.srun [login1]']").get("time") == "1.731"
+
+
+def test_json_has_summary_checks_and_topology():
+    doc = json.loads(report.to_json(RESULTS, TOPOLOGY, META))
+    assert doc["summary"] == {"passed": 4, "failed": 1, "skipped": 1, "total": 6}
+    assert doc["topology"]["nodes"][2]["gpus"] == {"nvidia.com/gpu": 8}
+    # Failed checks first, then passed, then skipped.
+    assert [c["status"] for c in doc["checks"]] == ["failed"] + ["passed"] * 4 + ["skipped"]
+
+
+def test_html_escapes_detail_and_draws_every_node():
+    html = report.to_html(RESULTS, TOPOLOGY, META)
+    assert "&lt;&amp;&gt;" in html and "<&>" not in html
+    svg = ET.fromstring(re.search(r"<svg.*?</svg>", html, re.S).group(0))
+    ns = "{http://www.w3.org/2000/svg}"
+    nodes = {g.get("data-node"): g.get("class") for g in svg.iter(ns + "g")}
+    # gpu2 is blamed by the failed GPU check; the others are green.
+    assert nodes == {"login1": "node passed", "svc1": "node passed", "gpu1": "node passed", "gpu2": "node failed"}
+    gpu_chips = [r for r in svg.iter(ns + "rect") if r.find(ns + "title") is not None]
+    assert len(gpu_chips) == 16
+    labels = [t.text for t in svg.iter(ns + "text")]
+    assert "nodes 10.0.0.0/24" in labels and "infiniband 10.10.0.0/24" in labels
+    assert '<tr class="failed"><td class="status">failed</td><td>kubernetes.gpus</td>' in html
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Decode an 8-bit RGB/RGBA PNG (what Chromium writes) into rows of pixels."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG file"
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, color = header[:4]
+    assert depth == 8 and color in (2, 6), header
+    bpp = 3 if color == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        ftype = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        if ftype == 1:
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 0xFF
+        elif ftype == 2:
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, prev))
+        elif ftype == 3:
+            for i in range(stride):
+                left = line[i - bpp] if i >= bpp else 0
+                line[i] = (line[i] + ((left + prev[i]) >> 1)) & 0xFF
+        elif ftype == 4:
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        rows.append(bytes(line))
+        prev = line
+    return width, height, [bytes(r[i:i + 3]) for r in rows for i in range(0, stride, bpp)]
+
+
+def test_html_report_renders_in_headless_chromium(tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
+    page = tmp_path / "validation.html"
+    page.write_text(report.to_html(RESULTS, TOPOLOGY, META), encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+         "--user-data-dir=%s" % (tmp_path / "profile"), "--screenshot=%s" % shot, "--window-size=1100,900",
+         page.as_uri()],
+        check=True, capture_output=True, timeout=120)
+    width, height, pixels = _png_pixels(shot.read_bytes())
+    assert (width, height) == (1100, 900)
+    colors = set(pixels)
+    assert len(colors) > 50, "the screenshot is (nearly) blank"
+    # The badges and node outlines: green for passed, red for failed, and the GPU chips.
+    for rgb in ((0x1E, 0x8E, 0x3E), (0xD9, 0x30, 0x25), (0x76, 0xB9, 0x00)):
+        assert bytes(rgb) in colors, "colour #%02x%02x%02x not drawn" % rgb
+    white = sum(1 for p in pixels if p == b"\xff\xff\xff")
+    assert white < 0.95 * len(pixels)
