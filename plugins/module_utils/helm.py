@@ -1,0 +1,415 @@
+# Copyright: clusterdOS developers
+# Apache License 2.0 (see LICENSE)
+"""Drive the helm CLI for one release: argv builders, the compare, and the run.
+
+Every helm call is built here as an argv list (the CmdRunner idea: one function per
+subcommand, options in a fixed order) so that tests can assert the exact command.
+Helm 3 and Helm 4 spell a few flags differently (``--wait`` vs ``--wait=watcher``,
+``--atomic`` vs ``--rollback-on-failure``, ``list --all``); the major version is read
+once from ``helm version`` and passed to the builders.
+
+Check mode and diff tell the truth: a release counts as changed only when the
+manifest or the user-supplied values that helm would deploy differ from the ones
+stored in the deployed release. The desired side comes from ``helm upgrade
+--dry-run=server -o json`` (rendered against the live cluster, with its
+capabilities and lookups, exactly as the real upgrade would render), the deployed
+side from ``helm get manifest`` and ``helm get values -o json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import typing as t
+from dataclasses import dataclass, field
+
+# (argv) -> (rc, stdout, stderr); the module passes AnsibleModule.run_command.
+Runner = t.Callable[[t.List[str]], t.Tuple[int, str, str]]
+
+_DOC_SPLIT = re.compile(r"^---[ \t]*$", re.MULTILINE)
+_SOURCE_COMMENT = re.compile(r"^# Source: .*$", re.MULTILINE)
+_REGISTRY_HOST = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._/-]*)?$")
+
+# Upstream registries that an image mirror stands in for. A value naming an image on
+# one of them (``quay.io/jetstack/cert-manager-controller``) or the registry alone
+# (``nvcr.io``) is rewritten to the mirror.
+DEFAULT_UPSTREAM_REGISTRIES: t.Tuple[str, ...] = (
+    "docker.io",
+    "registry-1.docker.io",
+    "quay.io",
+    "ghcr.io",
+    "registry.k8s.io",
+    "k8s.gcr.io",
+    "gcr.io",
+    "nvcr.io",
+    "public.ecr.aws",
+)
+
+
+class HelmError(Exception):
+    """A helm call failed, or the input cannot be turned into one."""
+
+    def __init__(self, msg: str, argv: t.Optional[t.List[str]] = None, rc: t.Optional[int] = None, stderr: str = "") -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.argv = argv
+        self.rc = rc
+        self.stderr = stderr
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    """Where a chart comes from, and the helm arguments that name it.
+
+    ``ref`` is what helm gets as its CHART argument: a chart name (with ``repo_url``),
+    an ``oci://`` reference, or a path to a chart archive or directory.
+    """
+
+    ref: str
+    version: t.Optional[str] = None
+    repo_url: t.Optional[str] = None
+
+    def args(self) -> t.List[str]:
+        argv = [self.ref]
+        if self.repo_url:
+            argv += ["--repo", self.repo_url]
+        if self.version:
+            argv += ["--version", self.version]
+        return argv
+
+
+def chart_source(chart: t.Optional[str], version: t.Optional[str], repo_url: t.Optional[str] = None,
+                 chart_path: t.Optional[str] = None) -> ChartSource:
+    """The chart source for a chart name in an http(s) or OCI repository, or a local path.
+
+    A directory of archives (``chart_path`` is a directory without Chart.yaml) resolves
+    to ``<chart>-<version>.tgz`` inside it.
+    """
+    if chart_path:
+        if os.path.isdir(chart_path) and not os.path.isfile(os.path.join(chart_path, "Chart.yaml")):
+            if not chart or not version:
+                raise HelmError(f"chart_path {chart_path} is a directory of chart archives: chart and chart_version are needed to pick one")
+            archive = os.path.join(chart_path, f"{chart}-{version}.tgz")
+            if not os.path.isfile(archive):
+                raise HelmError(f"chart {chart} version {version} is not in the chart directory {chart_path} (no {chart}-{version}.tgz there)")
+            return ChartSource(ref=archive)
+        if not os.path.exists(chart_path):
+            raise HelmError(f"chart_path {chart_path} does not exist")
+        return ChartSource(ref=chart_path)
+    if not repo_url or not chart or not version:
+        raise HelmError("a chart needs chart, chart_version and repo_url (or chart_path)")
+    if repo_url.startswith("oci://"):
+        return ChartSource(ref=f"{repo_url.rstrip('/')}/{chart}", version=version)
+    if repo_url.startswith(("http://", "https://")):
+        return ChartSource(ref=chart, version=version, repo_url=repo_url.rstrip("/"))
+    raise HelmError(f"repo_url must start with https://, http:// or oci:// (got {repo_url})")
+
+
+@dataclass(frozen=True)
+class HelmCli:
+    """argv builders for one helm binary (path, major version, cluster access)."""
+
+    binary: str = "helm"
+    major: int = 4
+    kubeconfig: t.Optional[str] = None
+    kube_context: t.Optional[str] = None
+
+    def _cluster(self) -> t.List[str]:
+        argv: t.List[str] = []
+        if self.kubeconfig:
+            argv += ["--kubeconfig", self.kubeconfig]
+        if self.kube_context:
+            argv += ["--kube-context", self.kube_context]
+        return argv
+
+    def _wait(self) -> t.List[str]:
+        return ["--wait=watcher"] if self.major >= 4 else ["--wait"]
+
+    def version(self) -> t.List[str]:
+        return [self.binary, "version", "--template", "{{.Version}}"]
+
+    def list_release(self, name: str, namespace: str) -> t.List[str]:
+        # Helm 4 lists releases in every state by default; Helm 3 needs --all.
+        argv = [self.binary, "list", "--namespace", namespace, "--filter", f"^{re.escape(name)}$", "--output", "json"]
+        if self.major < 4:
+            argv.append("--all")
+        return argv + self._cluster()
+
+    def get_values(self, name: str, namespace: str) -> t.List[str]:
+        return [self.binary, "get", "values", name, "--namespace", namespace, "--output", "json"] + self._cluster()
+
+    def get_manifest(self, name: str, namespace: str) -> t.List[str]:
+        return [self.binary, "get", "manifest", name, "--namespace", namespace] + self._cluster()
+
+    def show(self, what: str, source: ChartSource) -> t.List[str]:
+        if what not in ("chart", "crds", "values"):
+            raise ValueError(what)
+        return [self.binary, "show", what] + source.args()
+
+    def template(self, name: str, namespace: str, source: ChartSource, values_file: str) -> t.List[str]:
+        return [self.binary, "template", name] + source.args() + ["--namespace", namespace, "--values", values_file]
+
+    def upgrade(self, name: str, namespace: str, source: ChartSource, values_file: str, *, dry_run: bool = False,
+                create_namespace: bool = True, skip_crds: bool = False, wait: bool = True, wait_for_jobs: bool = False,
+                timeout: str = "10m", atomic: bool = False) -> t.List[str]:
+        argv = [self.binary, "upgrade", name] + source.args()
+        argv += ["--install", "--namespace", namespace, "--values", values_file, "--reset-values"]
+        if create_namespace:
+            argv.append("--create-namespace")
+        if skip_crds:
+            argv.append("--skip-crds")
+        if dry_run:
+            argv += ["--dry-run=server", "--output", "json"]
+        else:
+            if wait:
+                argv += self._wait()
+                if wait_for_jobs:
+                    argv.append("--wait-for-jobs")
+            if atomic:
+                argv.append("--rollback-on-failure" if self.major >= 4 else "--atomic")
+            argv += ["--timeout", timeout]
+        return argv + self._cluster()
+
+    def uninstall(self, name: str, namespace: str, *, wait: bool = True, timeout: str = "10m") -> t.List[str]:
+        argv = [self.binary, "uninstall", name, "--namespace", namespace]
+        if wait:
+            argv += self._wait()
+        return argv + ["--timeout", timeout] + self._cluster()
+
+
+def parse_major(version: str) -> int:
+    """3 or 4 from ``v3.17.2`` / ``v4.1.4+g05fa379``."""
+    m = re.match(r"^v?(\d+)\.\d+", version.strip())
+    if not m:
+        raise HelmError(f"cannot read the helm version from {version.strip()!r}")
+    major = int(m.group(1))
+    if major < 3:
+        raise HelmError(f"helm {version.strip()} is too old: helm 3.13 or later is needed")
+    return major
+
+
+def normalize_manifest(manifest: str) -> t.List[str]:
+    """The documents of a rendered manifest, comments of helm's ``# Source:`` dropped, sorted.
+
+    Helm writes the same objects in the same form for ``get manifest`` and for a dry run;
+    sorting keeps a moved template file (same objects, other order) from counting as a change.
+    """
+    docs = []
+    for doc in _DOC_SPLIT.split(_SOURCE_COMMENT.sub("", manifest or "")):
+        doc = "\n".join(line.rstrip() for line in doc.strip().splitlines() if line.strip())
+        if doc:
+            docs.append(doc)
+    return sorted(docs)
+
+
+def normalize_values(values: t.Any) -> t.Dict[str, t.Any]:
+    """Values as helm stores them (JSON types; ``null`` from ``get values`` is empty)."""
+    if values is None:
+        return {}
+    return json.loads(json.dumps(values, sort_keys=True))
+
+
+def rewrite_registries(values: t.Any, mirror: str, upstream: t.Sequence[str] = DEFAULT_UPSTREAM_REGISTRIES) -> t.Any:
+    """Point every string value that names an upstream registry (or an image on one) at ``mirror``.
+
+    ``quay.io/jetstack/cert-manager-controller`` becomes ``MIRROR/jetstack/cert-manager-controller``
+    and a bare ``nvcr.io`` becomes ``MIRROR``. Other strings are left alone. A mirror given as
+    ``host/prefix`` keeps its prefix (``MIRROR/prefix/jetstack/...``).
+    """
+    mirror = mirror.rstrip("/")
+    if not mirror:
+        return values
+    if isinstance(values, dict):
+        return {k: rewrite_registries(v, mirror, upstream) for k, v in values.items()}
+    if isinstance(values, list):
+        return [rewrite_registries(v, mirror, upstream) for v in values]
+    if isinstance(values, str):
+        for host in upstream:
+            if values == host:
+                return mirror
+            if values.startswith(host + "/"):
+                return mirror + values[len(host):]
+    return values
+
+
+def check_registry_mirror(mirror: str) -> None:
+    if mirror and not _REGISTRY_HOST.match(mirror.rstrip("/")):
+        raise HelmError(f"image_registry_mirror must be a registry host[:port][/prefix] without a scheme (got {mirror})")
+
+
+@dataclass
+class ReleaseRequest:
+    """What one helm_addon call asks for (the module's parameters, typed)."""
+
+    name: str
+    namespace: str
+    state: str = "present"
+    source: t.Optional[ChartSource] = None
+    values: t.Dict[str, t.Any] = field(default_factory=dict)
+    create_namespace: bool = True
+    skip_crds: bool = False
+    wait: bool = True
+    wait_for_jobs: bool = False
+    timeout: str = "10m"
+    atomic: bool = False
+
+
+@dataclass
+class ReleaseResult:
+    changed: bool = False
+    status: str = "unchanged"
+    release: t.Dict[str, t.Any] = field(default_factory=dict)
+    commands: t.List[t.List[str]] = field(default_factory=list)
+    diff: t.Dict[str, t.Any] = field(default_factory=dict)
+    values_changed: bool = False
+    manifest_changed: bool = False
+
+
+class HelmRelease:
+    """Install, upgrade or uninstall one release; compare before changing anything."""
+
+    def __init__(self, run: Runner, binary: str = "helm", kubeconfig: t.Optional[str] = None,
+                 kube_context: t.Optional[str] = None, tmpdir: t.Optional[str] = None) -> None:
+        self._run = run
+        self._binary = binary
+        self._kubeconfig = kubeconfig
+        self._kube_context = kube_context
+        self._tmpdir = tmpdir
+        self.cli: t.Optional[HelmCli] = None
+        self.commands: t.List[t.List[str]] = []
+
+    # -- helpers ---------------------------------------------------------------------
+    def _call(self, argv: t.List[str], what: str) -> str:
+        self.commands.append(argv)
+        rc, out, err = self._run(argv)
+        if rc != 0:
+            raise HelmError(f"helm failed to {what}: {(err or out).strip()}", argv=argv, rc=rc, stderr=err)
+        return out
+
+    def _json(self, argv: t.List[str], what: str) -> t.Any:
+        out = self._call(argv, what)
+        try:
+            return json.loads(out) if out.strip() else None
+        except ValueError as exc:
+            raise HelmError(f"helm printed something that is not JSON while trying to {what}: {exc}", argv=argv) from exc
+
+    def _values_file(self, values: t.Dict[str, t.Any]) -> str:
+        # JSON is YAML: helm reads it with -f, and nothing is templated as text.
+        fd, path = tempfile.mkstemp(prefix="clusterdos-values-", suffix=".json", dir=self._tmpdir)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(values, fh, sort_keys=True)
+        return path
+
+    def connect(self) -> HelmCli:
+        if self.cli is None:
+            out = self._call([self._binary, "version", "--template", "{{.Version}}"], "report its version")
+            self.cli = HelmCli(binary=self._binary, major=parse_major(out), kubeconfig=self._kubeconfig,
+                               kube_context=self._kube_context)
+        return self.cli
+
+    def deployed(self, name: str, namespace: str) -> t.Optional[t.Dict[str, t.Any]]:
+        """The release as ``helm list`` shows it, or None when there is none."""
+        cli = self.connect()
+        found = self._json(cli.list_release(name, namespace), f"list release {name} in {namespace}") or []
+        for rel in found:
+            if rel.get("name") == name:
+                return rel
+        return None
+
+    def _show(self, what: str, source: ChartSource) -> str:
+        argv = self.connect().show(what, source)
+        self.commands.append(argv)
+        rc, out, err = self._run(argv)
+        if rc != 0:
+            where = source.repo_url or source.ref
+            raise HelmError(f"chart {source.ref} version {source.version or '(from its path)'} cannot be read from {where}: "
+                            f"{(err or out).strip()}", argv=argv, rc=rc, stderr=err)
+        return out
+
+    def verify_chart(self, source: ChartSource) -> t.Dict[str, t.Any]:
+        """``helm show chart``: proves the chart (at that version) is in its repository or mirror."""
+        meta: t.Dict[str, t.Any] = {}
+        for line in self._show("chart", source).splitlines():
+            if ":" in line and not line.startswith((" ", "-")):
+                key, _sep, val = line.partition(":")
+                meta[key.strip()] = val.strip().strip('"')
+        return meta
+
+    def chart_crds(self, source: ChartSource) -> str:
+        """The chart's crds/ directory as one YAML stream (empty when it has none); proves the chart is there too."""
+        return self._show("crds", source)
+
+    # -- the operation -----------------------------------------------------------------
+    def ensure(self, req: ReleaseRequest, check_mode: bool, want_diff: bool) -> ReleaseResult:
+        cli = self.connect()
+        current = self.deployed(req.name, req.namespace)
+        result = ReleaseResult()
+        if req.state == "absent":
+            if current is None:
+                result.status = "absent"
+            else:
+                result.changed = True
+                result.status = "uninstalled"
+                if want_diff:
+                    before = self._call(cli.get_manifest(req.name, req.namespace), f"read the manifest of {req.name}")
+                    result.diff = {"before": before, "after": "", "before_header": f"{req.namespace}/{req.name}", "after_header": "(uninstalled)"}
+                if not check_mode:
+                    self._call(cli.uninstall(req.name, req.namespace, wait=req.wait, timeout=req.timeout), f"uninstall {req.name}")
+            result.release = {"name": req.name, "namespace": req.namespace}
+            result.commands = self.commands
+            return result
+
+        if req.source is None:
+            raise HelmError("state=present needs a chart")
+        values_file = self._values_file(req.values)
+        try:
+            if current is not None and current.get("status") == "deployed":
+                desired = self._json(cli.upgrade(req.name, req.namespace, req.source, values_file, dry_run=True,
+                                                 create_namespace=req.create_namespace, skip_crds=req.skip_crds),
+                                     f"render {req.name} against the cluster (dry run)") or {}
+                deployed_manifest = self._call(cli.get_manifest(req.name, req.namespace), f"read the manifest of {req.name}")
+                deployed_values = self._json(cli.get_values(req.name, req.namespace), f"read the values of {req.name}")
+                result.manifest_changed = normalize_manifest(deployed_manifest) != normalize_manifest(desired.get("manifest", ""))
+                result.values_changed = normalize_values(deployed_values) != normalize_values(req.values)
+                result.changed = result.manifest_changed or result.values_changed
+                result.status = "upgraded" if result.changed else "unchanged"
+                if want_diff:
+                    result.diff = {
+                        "before": _diff_text(deployed_manifest, deployed_values),
+                        "after": _diff_text(desired.get("manifest", ""), req.values),
+                        "before_header": f"{req.namespace}/{req.name} (deployed)",
+                        "after_header": f"{req.namespace}/{req.name} (desired)",
+                    }
+            else:
+                # Not installed, or left failed/pending by an earlier run: helm upgrade --install
+                # puts it right. The diff shows the chart rendered offline (no release to compare).
+                result.changed = True
+                result.status = "installed" if current is None else "upgraded"
+                if want_diff:
+                    rendered = self._call(cli.template(req.name, req.namespace, req.source, values_file), f"render {req.name}")
+                    result.diff = {
+                        "before": "" if current is None else f"# release {req.name} is {current.get('status')}\n",
+                        "after": _diff_text(rendered, req.values),
+                        "before_header": f"{req.namespace}/{req.name} (not deployed)" if current is None else f"{req.namespace}/{req.name}",
+                        "after_header": f"{req.namespace}/{req.name} (desired)",
+                    }
+            if result.changed and not check_mode:
+                self._call(cli.upgrade(req.name, req.namespace, req.source, values_file, create_namespace=req.create_namespace,
+                                       skip_crds=req.skip_crds, wait=req.wait, wait_for_jobs=req.wait_for_jobs,
+                                       timeout=req.timeout, atomic=req.atomic),
+                           f"install or upgrade {req.name}")
+                current = self.deployed(req.name, req.namespace) or current
+        finally:
+            os.unlink(values_file)
+        result.release = {"name": req.name, "namespace": req.namespace}
+        if current:
+            result.release.update({k: current.get(k) for k in ("revision", "status", "chart", "app_version") if k in current})
+        result.commands = self.commands
+        return result
+
+
+def _diff_text(manifest: str, values: t.Any) -> str:
+    text = "# values\n" + json.dumps(normalize_values(values), indent=2, sort_keys=True)
+    return text + "\n# manifest\n" + "\n---\n".join(normalize_manifest(manifest)) + "\n"

@@ -1,0 +1,81 @@
+"""The addons role's checks and plan, run by ansible-playbook on localhost.
+
+Only the role's addons_validate tasks run (no cluster, no chart download): this proves
+the role's derived values and generated objects (Kueue queues, GPU operator driver
+mode, Cilium options) are built as data, and that bad input stops before any release.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[4]
+DATA = ROOT / "tests" / "unit" / "addons"
+
+
+def _play(tmp_path, extra):
+    out = tmp_path / "plan.json"
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    extra = {"ansible_python_interpreter": sys.executable, "plan_out": str(out), "addons_verify_charts": False, **extra}
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(DATA / "role_inventory.yml"), "--limit", "localhost",
+         "--tags", "addons_validate", "-e", json.dumps(extra), str(DATA / "role_plan.yml")],
+        capture_output=True, text=True, check=False, env=env, cwd=ROOT,
+    )
+    return proc, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def test_role_plans_a_gpu_cluster(tmp_path):
+    proc, result = _play(tmp_path, {
+        "addons_enabled": ["cilium", "cert_manager", "kueue", "node_feature_discovery", "gpu_operator", "dashboard"],
+        "addons_gpu_operator_host_driver": False,
+        "addons_gpu_operator_host_toolkit": True,
+        "addons_cilium_kube_proxy_replacement": True,
+        "addons_cilium_api_server_host": "10.0.0.10",
+        "addons_cilium_routing_mode": "native",
+        "addons_cilium_native_routing_cidr": "10.244.0.0/16",
+        "addons_cilium_hubble": True,
+        "addons_kueue_local_queue_namespaces": ["default", "team-a"],
+        "addons_image_registry_mirror": "registry.site:5000",
+        "addons_values": {"dashboard": {"kong": {"proxy": {"type": "NodePort"}}}},
+    })
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    plan = {r["name"]: r for r in result["plan"]["releases"]}
+    order = result["plan"]["order"]
+    assert order.index("node_feature_discovery") < order.index("gpu_operator")
+    assert order.index("cert_manager") < order.index("kueue")
+    gpu = plan["gpu_operator"]["release_values"]
+    assert gpu["driver"]["enabled"] is True and gpu["toolkit"]["enabled"] is False and gpu["nfd"] == {"enabled": False}
+    assert gpu["driver"]["repository"] == "registry.site:5000/nvidia"
+    cilium = plan["cilium"]["release_values"]
+    assert {k: cilium[k] for k in ("kubeProxyReplacement", "routingMode", "ipv4NativeRoutingCIDR", "autoDirectNodeRoutes",
+                                   "k8sServiceHost", "k8sServicePort")} == {
+        "kubeProxyReplacement": True, "routingMode": "native", "ipv4NativeRoutingCIDR": "10.244.0.0/16",
+        "autoDirectNodeRoutes": True, "k8sServiceHost": "10.0.0.10", "k8sServicePort": 6443}
+    assert "tunnelProtocol" not in cilium and cilium["hubble"]["relay"]["enabled"] is True
+    assert cilium["image"]["repository"] == "registry.site:5000/cilium/cilium"
+    assert plan["dashboard"]["release_values"]["kong"]["proxy"]["tls"]["nodePort"] == 32443
+    kinds = [(m["kind"], m["metadata"].get("namespace")) for m in result["extra_manifests"]["kueue"]]
+    assert kinds == [("ResourceFlavor", None), ("ClusterQueue", None), ("LocalQueue", "default"), ("LocalQueue", "team-a")]
+    quota = result["extra_manifests"]["kueue"][1]["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    # Two hosts in the inventory's gpu_nvidia group, eight GPUs each.
+    assert {"name": "nvidia.com/gpu", "nominalQuota": 16} in quota
+    assert [m["kind"] for m in plan["cert_manager"]["manifests"]] == ["ClusterIssuer", "Certificate", "ClusterIssuer"]
+
+
+def test_role_stops_on_a_missing_dependency_before_any_release(tmp_path):
+    proc, result = _play(tmp_path, {"addons_enabled": ["kueue"]})
+    assert proc.returncode != 0 and result is None
+    assert "kueue is enabled but depends on ['cert_manager'], which is not: enable cert_manager too" in proc.stdout
+
+
+def test_role_stops_on_native_routing_without_a_cidr(tmp_path):
+    proc, result = _play(tmp_path, {"addons_enabled": ["cilium"], "addons_cilium_routing_mode": "native",
+                                    "addons_cilium_native_routing_cidr": ""})
+    assert proc.returncode != 0 and result is None
+    assert "native routing needs the pod CIDR in addons_cilium_native_routing_cidr" in proc.stdout
