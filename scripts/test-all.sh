@@ -31,7 +31,7 @@ stage changelog antsibull-changelog lint
 stage argument-specs python3 scripts/check_argument_specs.py
 stage role-docs python3 scripts/role_docs.py --check
 stage sanity scripts/sanity.sh
-stage unit pytest -q tests/unit
+stage unit pytest -q tests/unit tests/playbooks
 stage lab pytest -q tests/lab
 for s in $scenarios; do
   stage "molecule:$s" molecule test -s "$s"

@@ -72,6 +72,36 @@ def test_global_sysctls_are_read_only_inside(inventory):
     assert on("n1", "sysctl -w net.ipv4.ip_forward=1").returncode == 0
 
 
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"base_package_proxy": "ftp://proxy"}, "base_package_proxy must look like http://HOST:PORT"),
+        ({"base_kernel_modules": ["bad module"]}, "not kernel module names: ['bad module']"),
+        ({"base_sysctl_config": {"Not A Key": 1}}, "base_sysctl_config keys must be dotted sysctl names"),
+        ({"base_time_servers": [], "base_time_pools": []}, "name at least one NTP source"),
+        ({"base_swap_disabled": "perhaps"}, "base_swap_disabled"),
+    ],
+    ids=["proxy", "module", "sysctl", "time", "type"],
+)
+def test_base_refuses_bad_input_before_changing_a_host(inventory, tmp_path, extra, message):
+    """The base role on real hosts: a bad value fails the play before any change."""
+    import yaml
+
+    inv = Path("/var/lib/clusterdos-lab") / NAME / "inventory.yml"
+    extra_file = tmp_path / "extra.yml"
+    extra_file.write_text(yaml.safe_dump(extra))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+               PATH=f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}")
+    result = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(inv),
+                             str(ROOT / "playbooks" / "base.yml"), "-e", f"@{extra_file}"],
+                            capture_output=True, text=True, env=env, check=False)
+    assert result.returncode != 0
+    assert message in result.stdout
+    for path in ("/etc/apt/apt.conf.d/01clusterdos-proxy", "/etc/sysctl.d/90-clusterdos.conf",
+                 "/etc/modules-load.d/90-clusterdos.conf"):
+        assert on("n1", f"test -e {path}").returncode != 0, path
+
+
 def test_up_again_adds_a_host_and_keeps_the_others(inventory):
     import yaml
 
