@@ -1,0 +1,131 @@
+# Copyright: clusterdOS developers
+# Apache License 2.0 (see LICENSE)
+"""Slurm filters: hostlists and config-as-data rendering (logic in module_utils.slurm_config)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: slurm_hostlist
+short_description: Slurm hostlists and slurm.conf/gres.conf records from the inventory
+version_added: 0.1.0
+description:
+  - C(slurm_hostlist) compresses host names into Slurm's hostlist syntax (C(c[1-3],g07)).
+  - The same file provides C(slurm_expand_hostlist) (the inverse), C(slurm_conf_line) (a mapping
+    as one C(Key=Value ...) line), C(slurm_conf_lines) (a flat mapping as sorted lines), C(slurm_controller_lines) (SlurmctldHost lines),
+    C(slurm_nodes) (NodeName records from facts and C(slurm_node_*) host variables, identical
+    hardware merged), C(slurm_partitions) (PartitionName records from groups),
+    C(slurm_gres) (gres.conf records, C(AutoDetect=nvml) on NVIDIA hosts), C(slurm_version_series)
+    and C(slurm_inventory_errors) (the inventory checks, each message saying what to fix).
+options:
+  _input:
+    description: Host names.
+    type: list
+    elements: str
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Show the compute nodes as a hostlist
+  ansible.builtin.debug:
+    msg: "{{ groups['slurm_compute'] | clusterdos.cluster.slurm_hostlist }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The compressed hostlist.
+  type: str
+"""
+
+from typing import Any, Mapping
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.clusterdos.cluster.plugins.module_utils import slurm_config as sc
+
+
+def _plain(hostvars: Mapping[str, Any], hosts: list[str], keys: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Copy only the keys the logic reads (hostvars values are templated lazily)."""
+    out: dict[str, dict[str, Any]] = {}
+    for host in hosts:
+        hv = hostvars[host] if host in hostvars else {}
+        out[host] = {k: hv[k] for k in keys if k in hv}
+    return out
+
+
+_NODE_KEYS = ("ansible_facts", "slurm_node_gpus", "clusterdos_gpus", "slurm_node_gres", "slurm_node_features",
+              "slurm_node_weight", "slurm_node_config")
+
+
+def slurm_hostlist(names: list[str]) -> str:
+    return sc.compress_hostlist(names)
+
+
+def slurm_expand_hostlist(expr: str) -> list[str]:
+    try:
+        return sc.expand_hostlist(expr)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def slurm_conf_line(record: Mapping[str, Any]) -> str:
+    try:
+        return sc.conf_line(record)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def slurm_conf_lines(config: Mapping[str, Any]) -> list[str]:
+    try:
+        return sc.conf_lines(config)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def slurm_controller_lines(controllers: list[Mapping[str, Any]]) -> list[str]:
+    return sc.controller_lines(controllers)
+
+
+def slurm_nodes(hosts: list[str], hostvars: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    return sc.grouped_node_lines(sc.node_records(hosts, _plain(hostvars, hosts, _NODE_KEYS), defaults))
+
+
+def slurm_partitions(partitions: list[Mapping[str, Any]], groups: Mapping[str, list[str]], compute: list[str],
+                     hostvars: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return sc.partition_records(partitions, groups, compute, _plain(hostvars, compute, _NODE_KEYS))
+
+
+def slurm_gres(hosts: list[str], hostvars: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return sc.gres_records(hosts, _plain(hostvars, hosts, _NODE_KEYS))
+
+
+def slurm_version_series(version: str) -> str:
+    try:
+        return sc.version_series(version)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def slurm_inventory_errors(groups: Mapping[str, list[str]], hostvars: Mapping[str, Any], *, controller_group: str,
+                           compute_group: str, partitions: list[Mapping[str, Any]], version: str,
+                           munge_key: str | None = None, defaults: Mapping[str, Any] | None = None) -> list[str]:
+    compute = list(groups.get(compute_group) or [])
+    return sc.inventory_errors(groups=groups, hostvars=_plain(hostvars, compute, _NODE_KEYS),
+                               controller_group=controller_group, compute_group=compute_group, partitions=partitions,
+                               version=version, munge_key=munge_key, defaults=defaults)
+
+
+class FilterModule:
+    """clusterdos.cluster Slurm filters."""
+
+    def filters(self) -> dict[str, Any]:
+        return {
+            "slurm_hostlist": slurm_hostlist,
+            "slurm_expand_hostlist": slurm_expand_hostlist,
+            "slurm_conf_line": slurm_conf_line,
+            "slurm_conf_lines": slurm_conf_lines,
+            "slurm_controller_lines": slurm_controller_lines,
+            "slurm_nodes": slurm_nodes,
+            "slurm_partitions": slurm_partitions,
+            "slurm_gres": slurm_gres,
+            "slurm_version_series": slurm_version_series,
+            "slurm_inventory_errors": slurm_inventory_errors,
+        }

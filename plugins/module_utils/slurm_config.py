@@ -1,0 +1,354 @@
+# Copyright: clusterdOS developers
+# Apache License 2.0 (see LICENSE)
+"""Slurm configuration as data: hostlists, node and partition records, gres.conf lines,
+key=value rendering, and the inventory checks the slurm role runs before any change.
+
+Everything here is pure (no I/O) so that the filter plugin stays thin and the logic is
+unit-tested directly.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+# Slurm release series this collection knows how to configure.
+KNOWN_SERIES = ("22.05", "23.02", "23.11", "24.05", "24.11", "25.05")
+
+# Where a host declares its GPUs (list of {vendor, type, count}); the first found wins.
+GPU_KEYS = ("slurm_node_gpus", "clusterdos_gpus")
+# GPU vendors and the gres.conf AutoDetect mechanism for each.
+AUTODETECT = {"nvidia": "nvml", "amd": "rsmi"}
+
+_HOSTNAME = re.compile(r"^(?P<prefix>.*?)(?P<num>\d+)(?P<suffix>[^\d]*)$")
+_RANGE = re.compile(r"^(?P<prefix>[^\[]*)\[(?P<body>[^\]]+)\](?P<suffix>.*)$")
+
+
+# --------------------------------------------------------------------------- hostlists
+def compress_hostlist(names: Iterable[str]) -> str:
+    """Slurm's compressed hostlist: ["c1", "c2", "c3", "g07"] -> "c[1-3],g07".
+
+    Names are grouped by (prefix, suffix, digit width when zero-padded); runs of
+    consecutive numbers become ranges. Order of first appearance of each group is kept.
+    """
+    unique = list(dict.fromkeys(names))  # order kept
+    # Zero-padded widths per (prefix, suffix): gpu01 pads to 2, and gpu10 fits that width.
+    padded: dict[tuple[str, str], int] = {}
+    for name in unique:
+        m = _HOSTNAME.match(name)
+        if m and m.group("num").startswith("0") and len(m.group("num")) > 1:
+            padded.setdefault((m.group("prefix"), m.group("suffix")), len(m.group("num")))
+    groups: dict[tuple[str, str, int], list[int]] = {}
+    order: list[tuple[str, str, int] | str] = []
+    for name in unique:
+        m = _HOSTNAME.match(name)
+        if not m:
+            order.append(name)
+            continue
+        num = m.group("num")
+        pad = padded.get((m.group("prefix"), m.group("suffix")), 0)
+        if num.startswith("0") and len(num) > 1:
+            width = len(num)
+        else:
+            width = pad if pad and len(num) >= pad else 0
+        key = (m.group("prefix"), m.group("suffix"), width)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(int(num))
+    parts: list[str] = []
+    for key in order:
+        if isinstance(key, str):
+            parts.append(key)
+            continue
+        prefix, suffix, width = key
+        nums = sorted(set(groups[key]))
+        if len(nums) == 1:
+            parts.append(f"{prefix}{nums[0]:0{width}d}{suffix}")
+            continue
+        ranges: list[str] = []
+        start = prev = nums[0]
+        for n in nums[1:] + [None]:  # type: ignore[list-item]
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            ranges.append(f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}")
+            if n is not None:
+                start = prev = n
+        parts.append(f"{prefix}[{','.join(ranges)}]{suffix}")
+    return ",".join(parts)
+
+
+def _split_top(expr: str) -> list[str]:
+    """Split on commas outside brackets."""
+    out, depth, cur = [], 0, ""
+    for ch in expr:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if depth != 0:
+        raise ValueError(f"unbalanced brackets in hostlist {expr!r}")
+    out.append(cur)
+    return [p for p in out if p]
+
+
+def expand_hostlist(expr: str) -> list[str]:
+    """Inverse of compress_hostlist: "c[1-3],g07" -> ["c1", "c2", "c3", "g07"]."""
+    names: list[str] = []
+    for part in _split_top(expr):
+        m = _RANGE.match(part)
+        if not m:
+            names.append(part)
+            continue
+        for item in m.group("body").split(","):
+            lo, _sep, hi = item.partition("-")
+            hi = hi or lo
+            if not (lo.isdigit() and hi.isdigit()) or int(hi) < int(lo):
+                raise ValueError(f"bad range {item!r} in hostlist {expr!r}")
+            width = len(lo) if lo.startswith("0") else 0
+            names.extend(f"{m.group('prefix')}{n:0{width}d}{m.group('suffix')}" for n in range(int(lo), int(hi) + 1))
+    return names
+
+
+# --------------------------------------------------------------------------- rendering
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "YES" if value else "NO"
+    if isinstance(value, (list, tuple)):
+        return ",".join(_value(v) for v in value)
+    if isinstance(value, Mapping):
+        return ",".join(f"{k}={_value(v)}" for k, v in value.items())
+    return str(value)
+
+
+def conf_line(record: Mapping[str, Any]) -> str:
+    """One slurm.conf/gres.conf line: {"NodeName": "c1", "CPUs": 2} -> "NodeName=c1 CPUs=2".
+
+    Keys whose value is None or an empty list/string are left out; the first key keeps
+    its place (Slurm reads it as the line's type).
+    """
+    parts = []
+    for key, value in record.items():
+        if value is None or (isinstance(value, (str, list, tuple, dict)) and len(value) == 0):
+            continue
+        text = _value(value)
+        if "\n" in text:
+            raise ValueError(f"{key}: value must be a single line, got {text!r}")
+        parts.append(f"{key}={text}")
+    return " ".join(parts)
+
+
+def conf_lines(config: Mapping[str, Any]) -> list[str]:
+    """A flat config mapping as sorted Key=Value lines (None and empty values dropped)."""
+    return [conf_line({k: v}) for k, v in sorted(config.items()) if conf_line({k: v})]
+
+
+def controller_lines(controllers: list[Mapping[str, Any]]) -> list[str]:
+    """SlurmctldHost lines, primary first: [{name, address}] -> ["SlurmctldHost=ctl1(10.0.0.1)"]."""
+    return [f"SlurmctldHost={c['name']}({c['address']})" if c.get("address") else f"SlurmctldHost={c['name']}"
+            for c in controllers]
+
+
+# --------------------------------------------------------------------------- nodes
+def host_gpus(hv: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The GPUs a host declares, as [{vendor, type, count}] (empty when none)."""
+    for key in GPU_KEYS:
+        value = hv.get(key)
+        if value:
+            return [dict(g) for g in value]
+    return []
+
+
+def _gres_of(gpus: list[dict[str, Any]], extra: list[Any]) -> list[str]:
+    gres = []
+    for gpu in gpus:
+        kind = gpu.get("type")
+        gres.append(f"gpu:{kind}:{int(gpu.get('count', 1))}" if kind else f"gpu:{int(gpu.get('count', 1))}")
+    for item in extra:
+        if isinstance(item, Mapping):
+            kind = item.get("type")
+            gres.append(":".join([str(item["name"])] + ([str(kind)] if kind else []) + [str(int(item.get("count", 1)))]))
+        else:
+            gres.append(str(item))
+    return gres
+
+
+def node_record(name: str, hv: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The slurm.conf NodeName record of one host, from its facts and slurm_node_* vars.
+
+    defaults holds the role-level values for slurm_node_features, slurm_node_weight,
+    slurm_node_gres and slurm_node_config, used where the host does not set its own.
+    """
+    defaults = defaults or {}
+    facts = hv.get("ansible_facts") or {}
+
+    def var(key: str, fallback: Any) -> Any:
+        return hv.get(key, defaults.get(key, fallback))
+
+    sockets = int(facts.get("processor_count") or 1)
+    cores = int(facts.get("processor_cores") or 1)
+    threads = int(facts.get("processor_threads_per_core") or 1)
+    cpus = int(facts.get("processor_vcpus") or sockets * cores * threads)
+    record: dict[str, Any] = {
+        "NodeName": name,
+        "CPUs": cpus,
+        "Sockets": sockets,
+        "CoresPerSocket": cores,
+        "ThreadsPerCore": threads,
+        "RealMemory": int(facts["memtotal_mb"]) if facts.get("memtotal_mb") else None,
+        "Gres": _gres_of(host_gpus(hv), list(var("slurm_node_gres", []))),
+        "Feature": list(var("slurm_node_features", [])),
+        "Weight": var("slurm_node_weight", None),
+    }
+    record.update(var("slurm_node_config", {}) or {})
+    record["State"] = record.get("State") or "UNKNOWN"
+    return record
+
+
+def node_records(hosts: Iterable[str], hostvars: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    return [node_record(h, hostvars.get(h) or {}, defaults) for h in hosts]
+
+
+def grouped_node_lines(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Merge nodes with identical hardware into one record with a compressed NodeName."""
+    merged: dict[tuple, list[str]] = {}
+    shapes: dict[tuple, dict[str, Any]] = {}
+    for rec in records:
+        shape = {k: v for k, v in rec.items() if k != "NodeName"}
+        key = tuple(sorted((k, _value(v)) for k, v in shape.items()))
+        merged.setdefault(key, []).append(rec["NodeName"])
+        shapes.setdefault(key, shape)
+    return [dict({"NodeName": compress_hostlist(names)}, **shapes[key]) for key, names in merged.items()]
+
+
+def gres_records(hosts: Iterable[str], hostvars: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """gres.conf records: AutoDetect for NVIDIA (nvml) and AMD (rsmi) hosts, explicit
+    Name/Type/Count (and File when given) for other GPUs. Hosts are merged by hostlist."""
+    by_line: dict[tuple, list[str]] = {}
+    for host in hosts:
+        for gpu in host_gpus(hostvars.get(host) or {}):
+            vendor = str(gpu.get("vendor", "")).lower()
+            if vendor in AUTODETECT:
+                rec = (("AutoDetect", AUTODETECT[vendor]),)
+            else:
+                rec = (("Name", "gpu"), ("Type", gpu.get("type")), ("Count", int(gpu.get("count", 1))), ("File", gpu.get("file")))
+            by_line.setdefault(rec, []).append(host)
+    return [dict({"NodeName": compress_hostlist(names)}, **dict(rec)) for rec, names in by_line.items()]
+
+
+# --------------------------------------------------------------------------- partitions
+def partition_nodes(partition: Mapping[str, Any], groups: Mapping[str, list[str]], compute: list[str],
+                    hostvars: Mapping[str, Any]) -> list[str]:
+    """Members of a partition: its hosts plus members of its groups, limited to the
+    compute nodes; `gpus: true` keeps only hosts that declare GPUs. Compute order kept."""
+    wanted = set(partition.get("hosts") or [])
+    for group in partition.get("groups") or []:
+        wanted.update(groups.get(group) or [])
+    nodes = [h for h in compute if h in wanted]
+    if partition.get("gpus"):
+        nodes = [h for h in nodes if host_gpus(hostvars.get(h) or {})]
+    return nodes
+
+
+def partition_records(partitions: list[Mapping[str, Any]], groups: Mapping[str, list[str]], compute: list[str],
+                      hostvars: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """PartitionName records. Optional partitions that end up empty are dropped."""
+    out = []
+    for part in partitions:
+        nodes = partition_nodes(part, groups, compute, hostvars)
+        if not nodes and part.get("optional"):
+            continue
+        rec: dict[str, Any] = {"PartitionName": part["name"], "Nodes": compress_hostlist(nodes)}
+        if part.get("default"):
+            rec["Default"] = True
+        rec.update(part.get("config") or {})
+        rec.setdefault("State", "UP")
+        out.append(rec)
+    return out
+
+
+# --------------------------------------------------------------------------- checks
+def version_series(version: str) -> str:
+    """ "22.05.8" -> "22.05"; raises ValueError when it is not a Slurm version."""
+    m = re.match(r"^(\d{2})\.(\d{2})(\.\d+)?(-\S+)?$", str(version))
+    if not m:
+        raise ValueError(f"{version!r} is not a Slurm version (YY.MM or YY.MM.P)")
+    return f"{m.group(1)}.{m.group(2)}"
+
+
+def inventory_errors(*, groups: Mapping[str, list[str]], hostvars: Mapping[str, Any], controller_group: str,
+                     compute_group: str, partitions: list[Mapping[str, Any]], version: str,
+                     munge_key: str | None = None, defaults: Mapping[str, Any] | None = None) -> list[str]:
+    """Everything wrong with a Slurm inventory, each message saying what to fix."""
+    errors: list[str] = []
+    defaults = defaults or {}
+    controllers = list(groups.get(controller_group) or [])
+    compute = list(groups.get(compute_group) or [])
+    if not 1 <= len(controllers) <= 2:
+        errors.append(f"Group '{controller_group}' has {len(controllers)} hosts ({', '.join(controllers) or 'none'}); "
+                      "Slurm needs one controller, or two for a backup controller: put 1 or 2 hosts in it.")
+    if not compute:
+        errors.append(f"Group '{compute_group}' has no hosts: add at least one compute node.")
+
+    try:
+        series = version_series(version)
+        if series not in KNOWN_SERIES:
+            errors.append(f"slurm_version {version} is not a known Slurm release; use one of {', '.join(KNOWN_SERIES)}.")
+    except ValueError as exc:
+        errors.append(f"slurm_version: {exc}; use one of {', '.join(KNOWN_SERIES)}.")
+
+    if munge_key is not None and munge_key != "" and len(str(munge_key).encode()) < 32:
+        errors.append(f"munge_key is {len(str(munge_key).encode())} bytes; munge needs at least 32 "
+                      "(generate one with: dd if=/dev/urandom bs=1 count=1024 | base64 -w0).")
+
+    names = [p.get("name") for p in partitions]
+    for dup in sorted({n for n in names if names.count(n) > 1 and n}):
+        errors.append(f"Partition '{dup}' is defined more than once in slurm_partitions: keep one entry.")
+    for part in partitions:
+        if not part.get("name") or not re.match(r"^[A-Za-z0-9_.-]+$", str(part.get("name"))):
+            errors.append(f"Every entry of slurm_partitions needs a name of letters, digits, '_', '.', '-' (got {part.get('name')!r}).")
+    defaults_set = [p.get("name") for p in partitions if p.get("default")
+                    and (partition_nodes(p, groups, compute, hostvars) or not p.get("optional"))]
+    if len(defaults_set) > 1:
+        errors.append(f"Partitions {', '.join(map(str, defaults_set))} are all marked default: mark only one default: true.")
+
+    members: dict[str, list[Mapping[str, Any]]] = {}
+    for part in partitions:
+        missing_groups = [g for g in part.get("groups") or [] if g not in groups]
+        nodes = partition_nodes(part, groups, compute, hostvars)
+        if not nodes and not part.get("optional"):
+            where = ", ".join([f"groups {part.get('groups')}"] * bool(part.get("groups")) + [f"hosts {part.get('hosts')}"] * bool(part.get("hosts")))
+            hint = f" (no such inventory group: {', '.join(missing_groups)})" if missing_groups else ""
+            errors.append(f"Partition '{part.get('name')}' has no nodes{hint}: its {where or 'groups and hosts are empty'} "
+                          f"select no host of '{compute_group}'"
+                          f"{' that declares GPUs' if part.get('gpus') else ''}. Add nodes, or set optional: true.")
+        stray = [h for h in part.get("hosts") or [] if h not in compute]
+        if stray:
+            errors.append(f"Partition '{part.get('name')}' lists {', '.join(stray)}, not in group '{compute_group}': "
+                          "add them to that group or remove them from the partition.")
+        for node in nodes:
+            members.setdefault(node, []).append(part)
+    for node, parts in members.items():
+        if len(parts) > 1 and any(p.get("exclusive") for p in parts):
+            errors.append(f"Node {node} is in partitions {', '.join(str(p.get('name')) for p in parts)}, but "
+                          f"{', '.join(str(p.get('name')) for p in parts if p.get('exclusive'))} is exclusive "
+                          "(its nodes belong to no other partition): take the node out of one of them.")
+
+    for host in compute:
+        hv = hostvars.get(host) or {}
+        gres = list(hv.get("slurm_node_gres", defaults.get("slurm_node_gres", [])) or [])
+        gpu_gres = [g for g in gres if (g.get("name") if isinstance(g, Mapping) else str(g).split(":", maxsplit=1)[0]) == "gpu"]
+        if gpu_gres and not host_gpus(hv):
+            errors.append(f"Host {host} declares GPU GRES ({gpu_gres}) but no GPUs: declare them in "
+                          "slurm_node_gpus (or clusterdos_gpus) as [{vendor, type, count}] and drop the gpu entry "
+                          "from slurm_node_gres (GPU GRES is derived from the declared GPUs).")
+        for gpu in host_gpus(hv):
+            if not isinstance(gpu.get("count", 1), int) or int(gpu.get("count", 1)) < 1:
+                errors.append(f"Host {host}: every GPU entry needs a count of at least 1 (got {gpu.get('count')!r}).")
+    return errors

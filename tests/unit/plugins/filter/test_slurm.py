@@ -1,0 +1,120 @@
+"""Slurm filters: hostlists, records and rendering as the role's templates use them."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.clusterdos.cluster.plugins.filter.slurm import FilterModule
+
+F = FilterModule().filters()
+
+FACTS = {"processor_count": 2, "processor_cores": 16, "processor_threads_per_core": 2,
+         "processor_vcpus": 64, "memtotal_mb": 515000}
+HOSTVARS = {
+    "gpu01": {"ansible_facts": FACTS, "clusterdos_gpus": [{"vendor": "nvidia", "type": "h100", "count": 8}]},
+    "gpu02": {"ansible_facts": FACTS, "clusterdos_gpus": [{"vendor": "nvidia", "type": "h100", "count": 8}]},
+    "cpu1": {"ansible_facts": {**FACTS, "memtotal_mb": 257000}, "slurm_node_features": ["bigmem"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("names", "hostlist"),
+    [
+        (["c1", "c2", "c3"], "c[1-3]"),
+        (["c1", "c3", "c4", "c9"], "c[1,3-4,9]"),
+        (["gpu01", "gpu02", "gpu10"], "gpu[01-02,10]"),
+        (["login", "c1"], "login,c1"),
+        (["rack1-n1", "rack1-n2", "rack2-n1"], "rack1-n[1-2],rack2-n1"),
+        (["c2", "c1", "c2"], "c[1-2]"),
+        ([], ""),
+    ],
+)
+def test_hostlist_compresses_and_expands_back(names, hostlist):
+    assert F["slurm_hostlist"](names) == hostlist
+    assert sorted(F["slurm_expand_hostlist"](hostlist)) == sorted(set(names))
+
+
+def test_expand_rejects_unbalanced_brackets():
+    with pytest.raises(AnsibleFilterError, match="unbalanced"):
+        F["slurm_expand_hostlist"]("c[1-3")
+
+
+def test_conf_line_formats_values_and_drops_empty_ones():
+    line = F["slurm_conf_line"]({"NodeName": "c[1-2]", "CPUs": 4, "Feature": ["a", "b"], "Gres": [], "Weight": None,
+                                 "Default": True, "Hidden": False})
+    assert line == "NodeName=c[1-2] CPUs=4 Feature=a,b Default=YES Hidden=NO"
+
+
+def test_conf_line_rejects_multiline_values():
+    with pytest.raises(AnsibleFilterError, match="single line"):
+        F["slurm_conf_line"]({"Prolog": "a\nb"})
+
+
+def test_conf_lines_are_sorted_key_value_lines():
+    assert F["slurm_conf_lines"]({"b": 1, "a": "x", "c": ""}) == ["a=x", "b=1"]
+
+
+def test_nodes_from_facts_gpus_merged_by_hardware():
+    recs = F["slurm_nodes"](["gpu01", "gpu02", "cpu1"], HOSTVARS, {"slurm_node_weight": 1})
+    assert recs == [
+        {"NodeName": "gpu[01-02]", "CPUs": 64, "Sockets": 2, "CoresPerSocket": 16, "ThreadsPerCore": 2,
+         "RealMemory": 515000, "Gres": ["gpu:h100:8"], "Feature": [], "Weight": 1, "State": "UNKNOWN"},
+        {"NodeName": "cpu1", "CPUs": 64, "Sockets": 2, "CoresPerSocket": 16, "ThreadsPerCore": 2,
+         "RealMemory": 257000, "Gres": [], "Feature": ["bigmem"], "Weight": 1, "State": "UNKNOWN"},
+    ]
+    assert F["slurm_conf_line"](recs[0]) == (
+        "NodeName=gpu[01-02] CPUs=64 Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 RealMemory=515000 "
+        "Gres=gpu:h100:8 Weight=1 State=UNKNOWN")
+
+
+def test_node_config_overrides_facts():
+    hv = {"n1": {"ansible_facts": FACTS, "slurm_node_config": {"RealMemory": 500000, "MemSpecLimit": 8000}}}
+    rec = F["slurm_nodes"](["n1"], hv)[0]
+    assert rec["RealMemory"] == 500000 and rec["MemSpecLimit"] == 8000
+
+
+def test_gres_conf_autodetects_nvml_on_nvidia_and_lists_others():
+    hv = dict(HOSTVARS)
+    hv["amd1"] = {"clusterdos_gpus": [{"vendor": "amd", "type": "mi300x", "count": 8}]}
+    hv["odd1"] = {"slurm_node_gpus": [{"vendor": "intel", "type": "max", "count": 4, "file": "/dev/dri/renderD[128-131]"}]}
+    recs = F["slurm_gres"](["gpu01", "gpu02", "cpu1", "amd1", "odd1"], hv)
+    lines = [F["slurm_conf_line"](r) for r in recs]
+    assert lines == [
+        "NodeName=gpu[01-02] AutoDetect=nvml",
+        "NodeName=amd1 AutoDetect=rsmi",
+        "NodeName=odd1 Name=gpu Type=max Count=4 File=/dev/dri/renderD[128-131]",
+    ]
+
+
+def test_partitions_from_groups_gpu_partition_only_gpu_hosts():
+    groups = {"slurm_compute": ["gpu01", "gpu02", "cpu1"]}
+    parts = [
+        {"name": "batch", "groups": ["slurm_compute"], "default": True, "config": {"MaxTime": "INFINITE"}},
+        {"name": "gpu", "groups": ["slurm_compute"], "gpus": True, "optional": True},
+    ]
+    recs = F["slurm_partitions"](parts, groups, groups["slurm_compute"], HOSTVARS)
+    assert [F["slurm_conf_line"](r) for r in recs] == [
+        "PartitionName=batch Nodes=gpu[01-02],cpu1 Default=YES MaxTime=INFINITE State=UP",
+        "PartitionName=gpu Nodes=gpu[01-02] State=UP",
+    ]
+
+
+def test_optional_partition_without_nodes_is_dropped():
+    parts = [{"name": "gpu", "groups": ["slurm_compute"], "gpus": True, "optional": True}]
+    assert F["slurm_partitions"](parts, {"slurm_compute": ["cpu1"]}, ["cpu1"], HOSTVARS) == []
+
+
+def test_controller_lines_primary_first_with_addresses():
+    assert F["slurm_controller_lines"]([{"name": "ctl1", "address": "10.0.0.1"}, {"name": "ctl2", "address": None}]) == [
+        "SlurmctldHost=ctl1(10.0.0.1)", "SlurmctldHost=ctl2"]
+
+
+@pytest.mark.parametrize(("version", "series"), [("22.05", "22.05"), ("22.05.8", "22.05"), ("24.11.1-1", "24.11")])
+def test_version_series(version, series):
+    assert F["slurm_version_series"](version) == series
+
+
+def test_version_series_rejects_garbage():
+    with pytest.raises(AnsibleFilterError):
+        F["slurm_version_series"]("latest")
