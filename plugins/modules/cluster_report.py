@@ -37,7 +37,7 @@ options:
     elements: dict
     default: []
   networks:
-    description: Networks drawn under the nodes, each with C(name) and C(cidr).
+    description: Networks drawn between the nodes, each with C(name), C(cidr) and optionally C(members) (the node names wired to it; all when absent).
     type: list
     elements: dict
     default: []

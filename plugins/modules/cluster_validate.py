@@ -87,9 +87,9 @@ options:
         type: dict
         default: {}
       taints:
-        description: Taints the Kubernetes node must carry, each with C(key), C(value) and C(effect).
+        description: Taints the Kubernetes node must carry, each a mapping with C(key), C(value) and C(effect), or a C(KEY[=VALUE]:EFFECT) string.
         type: list
-        elements: dict
+        elements: raw
         default: []
       gpus:
         description: GPUs per extended resource, such as C(nvidia.com/gpu=8) written as a mapping; also the expected Slurm GRES count.
@@ -128,10 +128,10 @@ options:
     type: str
     default: cluster.local
   addons:
-    description: Helm releases that must be deployed with their pods ready, each with C(name) and C(namespace).
-      Empty checks every release Helm lists.
+    description: Helm releases that must be deployed with their pods ready, each a release name or a mapping with
+      C(name) and C(namespace). Empty checks every release Helm lists.
     type: list
-    elements: dict
+    elements: raw
     default: []
   slurm_partition:
     description: Partition for sinfo and the test jobs. Omit for the default partition.

@@ -136,7 +136,7 @@ def _resolve(items: List[str], checks: List[Check], explicit_only: bool) -> Tupl
 
 def select(checks: List[Check], selected: List[str], skipped: List[str]) -> Tuple[List[Check], List[Check], List[str]]:
     """Resolve a selection: (to run, skipped on request, unknown names)."""
-    run, unknown = _resolve(selected or ["all"], checks, explicit_only=False)
+    run, unknown = _resolve(selected, checks, explicit_only=False)
     skip, unknown_skip = _resolve(skipped, checks, explicit_only=True)
     return [c for c in run if c not in skip], [c for c in run if c in skip], unknown + unknown_skip
 

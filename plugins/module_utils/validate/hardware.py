@@ -129,7 +129,8 @@ def check_infiniband(ctx: HardwareContext) -> Outcome:
     ports = parse_ibstat(res.out)
     if not ports:
         if expected:
-            raise CheckFailed("ibstat found no HCA port, inventory expects %d: %s" % (expected, res.reason()))
+            raise CheckFailed("ibstat lists no HCA port, the inventory expects %d%s" % (
+                expected, ": %s" % res.reason() if res.rc != 0 else ""))
         raise CheckSkipped("ibstat found no HCA and none is expected")
     active = [p for p in ports if p.get("state") == "Active" and p.get("physical") == "LinkUp"]
     down = ["%s/%s %s/%s" % (p["ca"], p["port"], p.get("state"), p.get("physical")) for p in ports if p not in active]

@@ -54,7 +54,8 @@ class KubeContext:
         self.namespace = namespace
         self.test_image = test_image
         self.cluster_domain = cluster_domain
-        self.addons = addons or []
+        # Each add-on is a release name or a {name, namespace} mapping.
+        self.addons = [a if isinstance(a, dict) else {"name": str(a)} for a in addons or []]
         self.timeout = timeout
         self._cache: Dict[str, Any] = {}
         self._reachable: Optional[str] = None
@@ -255,7 +256,20 @@ def check_nodes_ready(ctx: KubeContext) -> str:
         len(expected), " (also in the cluster, not in the inventory: %s)" % ", ".join(extra) if extra else "")
 
 
-def _taint_key(taint: Dict[str, Any]) -> str:
+def parse_taint(taint: Any) -> Dict[str, Any]:
+    """A taint as a mapping, from a mapping or a KEY[=VALUE]:EFFECT string."""
+    if isinstance(taint, dict):
+        return taint
+    text = str(taint)
+    key_value, _sep, effect = text.rpartition(":")
+    if not key_value:
+        raise CheckFailed("taint %r is not KEY[=VALUE]:EFFECT" % text)
+    key, _sep, value = key_value.partition("=")
+    return {"key": key, "value": value, "effect": effect}
+
+
+def _taint_key(taint: Any) -> str:
+    taint = parse_taint(taint)
     return "%s=%s:%s" % (taint.get("key"), taint.get("value") or "", taint.get("effect"))
 
 

@@ -129,12 +129,19 @@ def topology_svg(topology: Dict[str, Any], results: List[Dict[str, Any]]) -> str
            'width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">' % (width, height, width, height)]
     out.append("<title>%s</title>" % escape("Topology of %s" % (topology.get("cluster") or "the cluster")))
     # Wires first, so boxes and buses draw over them.
+    def wired(node: Dict[str, Any], net: Dict[str, Any]) -> bool:
+        return not net.get("members") or node["name"] in net["members"]
+
     for node, x, y in top_placed:
         for i, by in enumerate(bus_y):
+            if not wired(node, networks[i]):
+                continue
             out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#9aa0a6" stroke-width="1.5"/>'
                        % (x + 60 + 10 * i, y + _BOX_H, x + 60 + 10 * i, by))
     for node, x, y in low_placed:
         for i, by in enumerate(bus_y):
+            if not wired(node, networks[i]):
+                continue
             out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#9aa0a6" stroke-width="1.5"/>'
                        % (x + 60 + 10 * i, by, x + 60 + 10 * i, y))
     for net, by in zip(networks, bus_y):

@@ -21,6 +21,10 @@ RESULTS, TOPOLOGY = DATA["results"], DATA["topology"]
 META = {"cluster": "lab", "generated": "2026-11-29T16:00:00Z"}
 
 
+def test_empty_selection_runs_nothing():
+    assert report.to_json([], {}, META).count('"total": 0') == 1
+
+
 def test_junit_counts_and_failure_detail():
     root = ET.fromstring(report.to_junit(RESULTS, META))
     assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("6", "1", "1")
@@ -53,6 +57,9 @@ def test_html_escapes_detail_and_draws_every_node():
     assert len(gpu_chips) == 16
     labels = [t.text for t in svg.iter(ns + "text")]
     assert "nodes 10.0.0.0/24" in labels and "infiniband 10.10.0.0/24" in labels
+    # Every node is wired to the node network; only the GPU workers to InfiniBand.
+    wires = [line for line in svg.iter(ns + "line") if line.get("stroke") == "#9aa0a6"]
+    assert len(wires) == 4 + 2
     assert '<tr class="failed"><td class="status">failed</td><td>kubernetes.gpus</td>' in html
 
 

@@ -128,3 +128,7 @@ def test_every_registered_check_name_is_unique_and_grouped():
 def test_module_contexts_exist_for_each_group(group):
     params = {k: v.get("default") for k, v in runner.argument_spec().items()}
     assert group in runner.contexts(params, run=lambda argv, data=None, timeout=None: None)
+
+
+def test_an_empty_selection_runs_nothing():
+    assert not _run([])[0]
