@@ -265,6 +265,7 @@ class ReleaseResult:
     diff: t.Dict[str, t.Any] = field(default_factory=dict)
     values_changed: bool = False
     manifest_changed: bool = False
+    chart_changed: bool = False
 
 
 class HelmRelease:
@@ -373,7 +374,9 @@ class HelmRelease:
                 deployed_values = self._json(cli.get_values(req.name, req.namespace), f"read the values of {req.name}")
                 result.manifest_changed = normalize_manifest(deployed_manifest) != normalize_manifest(desired.get("manifest", ""))
                 result.values_changed = normalize_values(deployed_values) != normalize_values(req.values)
-                result.changed = result.manifest_changed or result.values_changed
+                # A new chart version is a new release even when it renders the same objects.
+                result.chart_changed = _chart_id(desired) not in (None, current.get("chart"))
+                result.changed = result.manifest_changed or result.values_changed or result.chart_changed
                 result.status = "upgraded" if result.changed else "unchanged"
                 if want_diff:
                     result.diff = {
@@ -408,6 +411,14 @@ class HelmRelease:
             result.release.update({k: current.get(k) for k in ("revision", "status", "chart", "app_version") if k in current})
         result.commands = self.commands
         return result
+
+
+def _chart_id(release: t.Dict[str, t.Any]) -> t.Optional[str]:
+    """``name-version`` of the chart in a release printed by helm (as ``helm list`` shows it)."""
+    meta = (release.get("chart") or {}).get("metadata") or {}
+    if meta.get("name") and meta.get("version"):
+        return f"{meta['name']}-{meta['version']}"
+    return None
 
 
 def _diff_text(manifest: str, values: t.Any) -> str:

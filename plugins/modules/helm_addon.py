@@ -160,6 +160,10 @@ manifest_changed:
   description: The deployed manifest differs from the one the desired release renders.
   returned: always
   type: bool
+chart_changed:
+  description: The deployed release runs another chart version than the desired one.
+  returned: always
+  type: bool
 commands:
   description: Every helm command run, as argv lists (values are passed in a temporary file).
   returned: always
@@ -225,7 +229,7 @@ def main() -> None:
     except HelmError as exc:
         module.fail_json(msg=exc.msg, cmd=exc.argv, rc=exc.rc, stderr=exc.stderr)
     out = dict(changed=result.changed, status=result.status, release=result.release, values_changed=result.values_changed,
-               manifest_changed=result.manifest_changed, commands=result.commands)
+               manifest_changed=result.manifest_changed, chart_changed=result.chart_changed, commands=result.commands)
     if module._diff and result.diff:
         out["diff"] = result.diff
     module.exit_json(**out)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +24,7 @@ from ansible_collections.clusterdos.cluster.plugins.module_utils.helm import (
     HelmError,
     HelmRelease,
     ReleaseRequest,
+    _chart_id,
     chart_source,
     normalize_manifest,
     rewrite_registries,
@@ -232,3 +234,16 @@ def test_install_diff_renders_the_chart_offline(mirror):
     assert (result.changed, result.status) == (True, "installed")
     assert "replicas: 4" in result.diff["after"]
     assert [c[1] for c in result.commands] == ["version", "list", "template"]
+
+
+def test_release_json_printed_by_helm_names_the_chart_as_helm_list_does(mirror):
+    """The dry run's JSON (here Helm 4's offline client dry run) carries chart metadata the compare reads."""
+    helm = HelmRelease(_run, binary=HELM)
+    if helm.connect().major < 4:
+        pytest.skip("Helm 3's client dry run still needs a cluster")
+    rc, out, err = _run([HELM, "install", "demo", str(mirror / "widget-1.1.0.tgz"), "--namespace", "apps", "--dry-run=client",
+                         "--output", "json"])
+    assert rc == 0, err
+    release = json.loads(out)
+    assert _chart_id(release) == "widget-1.1.0"
+    assert normalize_manifest(release["manifest"]) == normalize_manifest(_template(mirror, {}, name="demo"))
