@@ -18,6 +18,7 @@ side from ``helm get manifest`` and ``helm get values -o json``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -421,6 +422,34 @@ def _chart_id(release: t.Dict[str, t.Any]) -> t.Optional[str]:
     return None
 
 
+_SECRET_KIND = re.compile(r"^kind:\s*Secret\s*$", re.MULTILINE)
+_SECRET_DATA = re.compile(r"^(data|stringData):")
+
+
+def redact_secrets(doc: str) -> str:
+    """A manifest document with a Secret's data replaced by a digest of it (diffs show that it changed, not what)."""
+    if not _SECRET_KIND.search(doc):
+        return doc
+    out: t.List[str] = []
+    lines = doc.splitlines()
+    i = 0
+    while i < len(lines):
+        m = _SECRET_DATA.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        block = [lines[i]]
+        i += 1
+        while i < len(lines) and (lines[i].startswith((" ", "-")) or not lines[i].strip()):
+            block.append(lines[i])
+            i += 1
+        digest = hashlib.sha256("\n".join(block).encode()).hexdigest()[:16]
+        out.append(f"{m.group(1)}: <redacted, sha256 {digest}>")
+    return "\n".join(out)
+
+
 def _diff_text(manifest: str, values: t.Any) -> str:
     text = "# values\n" + json.dumps(normalize_values(values), indent=2, sort_keys=True)
-    return text + "\n# manifest\n" + "\n---\n".join(normalize_manifest(manifest)) + "\n"
+    docs = [redact_secrets(doc) for doc in normalize_manifest(manifest)]
+    return text + "\n# manifest\n" + "\n---\n".join(docs) + "\n"
