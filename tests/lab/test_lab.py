@@ -123,7 +123,7 @@ def test_down_leaves_nothing_behind(inventory):
                         capture_output=True, text=True, check=True)
     assert json.loads(ps.stdout or "[]") == []
     assert subprocess.run(["podman", "network", "exists", f"clusterdos-{NAME}"], check=False).returncode != 0
-    assert f"clusterdos-lab:{NAME}" not in subprocess.run(["iptables-save"], capture_output=True, text=True).stdout
+    assert f"clusterdos-lab:{NAME}" not in subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
     assert not state.exists()
     assert not Path(f"/proc/{pid}").exists()
 
