@@ -207,11 +207,10 @@ def check_mpi(ctx: SlurmContext) -> str:
     expected = ctx.expected()
     if len(expected) < 2:
         raise CheckSkipped("an MPI job needs 2 compute nodes; the inventory has %d" % len(expected))
-    ctx.require()
-    probe = ctx.run(["ompi_info", "--version"], timeout=30)
-    if probe.rc != 0:
-        raise CheckSkipped("OpenMPI is not installed here (ompi_info: %s)" % probe.reason())
     pair = expected[:2]
+    probe = ctx.srun(pair, "--ntasks-per-node=1", "ompi_info", "--version")
+    if probe.rc != 0:
+        raise CheckSkipped("OpenMPI is not installed on %s (ompi_info: %s)" % (",".join(pair), probe.reason()))
     res = ctx.srun(pair, "--ntasks-per-node=1", "--mpi=%s" % ctx.mpi, *ctx.mpi_program)
     if res.rc != 0:
         raise CheckFailed("MPI job on %s failed: %s" % (",".join(pair), res.reason()))
