@@ -21,7 +21,7 @@ def _play(tmp_path, extra):
     out = tmp_path / "plan.json"
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    extra = {"ansible_python_interpreter": sys.executable, "plan_out": str(out), "addons_verify_charts": False, **extra}
+    extra = {"ansible_python_interpreter": sys.executable, "plan_out": str(out), "addons_verify_charts": False, "addons_check_api": False, **extra}
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(DATA / "role_inventory.yml"), "--limit", "localhost",
          "--tags", "addons_validate", "-e", json.dumps(extra), str(DATA / "role_plan.yml")],
@@ -79,3 +79,12 @@ def test_role_stops_on_native_routing_without_a_cidr(tmp_path):
                                     "addons_cilium_native_routing_cidr": ""})
     assert proc.returncode != 0 and result is None
     assert "native routing needs the pod CIDR in addons_cilium_native_routing_cidr" in proc.stdout
+
+
+def test_role_stops_when_the_api_cannot_be_read(tmp_path):
+    """No API server here: the probe must fail with what the add-on host lacks, before the plan and any release."""
+    proc, result = _play(tmp_path, {"addons_check_api": True, "addons_kubeconfig": str(tmp_path / "missing.conf"),
+                                    "addons_enabled": ["cert_manager"]})
+    assert proc.returncode != 0 and result is None
+    assert f"cannot read the Kubernetes API with addons_kubeconfig={tmp_path / 'missing.conf'}" in proc.stdout
+    assert "Check the catalog and the enabled add-ons" not in proc.stdout
