@@ -128,10 +128,11 @@ def topology_svg(topology: Dict[str, Any], results: List[Dict[str, Any]]) -> str
     out = ['<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="cluster topology" '
            'width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif">' % (width, height, width, height)]
     out.append("<title>%s</title>" % escape("Topology of %s" % (topology.get("cluster") or "the cluster")))
-    # Wires first, so boxes and buses draw over them.
+
     def wired(node: Dict[str, Any], net: Dict[str, Any]) -> bool:
         return not net.get("members") or node["name"] in net["members"]
 
+    # Wires first, so boxes and buses draw over them.
     for node, x, y in top_placed:
         for i, by in enumerate(bus_y):
             if not wired(node, networks[i]):
