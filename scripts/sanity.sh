@@ -11,7 +11,7 @@ cd "$here"
 # Only what the collection ships (galaxy.yml build_ignore): the lab, scripts and
 # benchmarks are tools of this repository, and tests/ and molecule/ are test code run by
 # pytest and molecule; sanity checks what the collection ships to users.
-git ls-files -co --exclude-standard -z -- . ':!bin' ':!lab' ':!scripts' ':!benchmarks' ':!.ci' ':!tests' ':!molecule' \
+git ls-files -co --exclude-standard -z -- . ':!bin' ':!lab' ':!scripts' ':!benchmarks' ':!.ci' ':!molecule' ':!tests/unit' ':!tests/lab' ':!tests/playbooks' \
   | rsync -a --from0 --files-from=- ./ "$dest/"
 cd "$dest"
 # ansible-test lists files through git when it finds a repository.
