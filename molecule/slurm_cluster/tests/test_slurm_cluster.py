@@ -1,0 +1,168 @@
+"""Verify Slurm on real lab hosts: daemons, munge, real jobs, accounting, and adding a
+compute node while a job runs.
+
+Tests run in file order (pytest's default) and build on each other: the last one grows
+the lab by one host. Expectations come from the scenario (host names and groups in
+molecule.yml), never from the files the roles wrote.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import testinfra
+import yaml
+
+SCENARIO = Path(__file__).resolve().parents[1]
+ROOT = SCENARIO.parents[1]
+LAB = "mol-" + SCENARIO.name.replace("_", "-")
+LAB_CLI = str(ROOT / "bin" / "clusterdos-lab")
+PLATFORMS = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["platforms"]
+GROUPS = {p["name"]: p["groups"] for p in PLATFORMS}
+COMPUTE = sorted(n for n, g in GROUPS.items() if "slurm_compute" in g)
+CONTROLLER = next(n for n, g in GROUPS.items() if "slurm_controller" in g)
+LOGIN = next(n for n, g in GROUPS.items() if "slurm_login" in g)
+NEW_NODE = "slurm-c3"
+
+testinfra_hosts = [f"ansible://{LOGIN}"]
+
+MPI_HELLO = r"""
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    int rank, size, len; char name[MPI_MAX_PROCESSOR_NAME];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Get_processor_name(name, &len);
+    printf("hello rank %d of %d on %s\n", rank, size, name);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def lab_inventory() -> str:
+    return subprocess.run([LAB_CLI, "inventory", "--name", LAB], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def lab_host(name: str):
+    return testinfra.get_host(f"ansible://{name}", ansible_inventory=lab_inventory())
+
+
+def wait_for(probe, what: str, tries: int = 60, delay: float = 2.0):
+    """Poll until probe() returns a truthy value (a bound on waiting, not a timed assertion)."""
+    for _ in range(tries):
+        value = probe()
+        if value:
+            return value
+        time.sleep(delay)
+    pytest.fail(f"gave up waiting for {what}")
+
+
+def node_states(host) -> dict[str, str]:
+    out = host.check_output("sinfo --noheader --Node --format '%N %T'")
+    return {n: s.rstrip("*~#!%$@^-") for n, s in (line.split() for line in out.splitlines())}
+
+
+def test_munge_key_is_shared_and_private():
+    digests = set()
+    for name in GROUPS:
+        h = lab_host(name)
+        key = h.file("/etc/munge/munge.key")
+        assert (key.user, key.group, key.mode) == ("munge", "munge", 0o400), name
+        assert key.size >= 32, name
+        digests.add(h.check_output("sha256sum /etc/munge/munge.key").split()[0])
+        assert h.service("munge").is_running, name
+    assert len(digests) == 1, "every host must hold the same munge key"
+
+
+def test_daemons_run_where_they_belong():
+    ctl = lab_host(CONTROLLER)
+    for unit in ("slurmctld", "slurmdbd", "mariadb"):
+        assert ctl.service(unit).is_running and ctl.service(unit).is_enabled, unit
+    for name in COMPUTE:
+        assert lab_host(name).service("slurmd").is_running, name
+    assert not lab_host(LOGIN).service("slurmd").is_running
+
+
+def test_sinfo_shows_both_compute_nodes_idle(host):
+    assert node_states(host) == {n: "idle" for n in COMPUTE}
+    assert host.check_output("sinfo --noheader --format %P") == "batch*"
+
+
+def test_srun_runs_on_both_nodes(host):
+    out = host.check_output("srun --nodes=2 --ntasks-per-node=1 hostname")
+    assert sorted(out.split()) == COMPUTE
+
+
+def test_cluster_registered_with_accounting(host):
+    assert host.check_output("sacctmgr --noheader --parsable2 show cluster format=cluster") == "lab"
+    qos = host.check_output("sacctmgr --noheader --parsable2 show qos format=name").split()
+    assert {"normal", "high"} <= set(qos)
+
+
+def test_mpi_job_across_two_nodes_completes_in_sacct(host):
+    """An OpenMPI program built on the login host, shipped in the job script, broadcast to
+    the job's nodes with sbcast and started by srun through PMIx."""
+    host.run_expect([0], "mkdir -p /root/mpi")
+    host.run_expect([0], f"cat > /root/mpi/hello.c <<'EOF'\n{MPI_HELLO}\nEOF")
+    host.run_expect([0], "mpicc -o /root/mpi/hello /root/mpi/hello.c")
+    blob = host.check_output("base64 -w0 /root/mpi/hello")
+    assert base64.b64decode(blob)[:4] == b"\x7fELF"
+    script = "\n".join([
+        "#!/bin/bash",
+        "#SBATCH --job-name=mpi-hello",
+        "#SBATCH --nodes=2",
+        "#SBATCH --ntasks-per-node=1",
+        "#SBATCH --output=/tmp/mpi-hello-%j.out",
+        "set -euo pipefail",
+        'src="/tmp/mpi-hello-src-$SLURM_JOB_ID"',
+        f"echo '{blob}' | base64 -d > \"$src\"",
+        'chmod +x "$src"',
+        'sbcast --force "$src" "/tmp/mpi-hello-$SLURM_JOB_ID"',
+        'srun --mpi=pmix "/tmp/mpi-hello-$SLURM_JOB_ID"',
+    ])
+    host.run_expect([0], f"cat > /root/mpi/job.sh <<'EOF'\n{script}\nEOF")
+    submitted = host.run("cd /root/mpi && sbatch --parsable --wait job.sh")
+    assert submitted.rc == 0, submitted.stderr
+    job = submitted.stdout.strip().split(";")[0]
+    batch_host = re.search(r"BatchHost=(\S+)", host.check_output(f"scontrol show job {job}")).group(1)
+    output = lab_host(batch_host).file(f"/tmp/mpi-hello-{job}.out").content_string
+    ranks = dict(re.findall(r"hello rank (\d+) of 2 on (\S+)", output))
+    assert sorted(ranks.values()) == COMPUTE, output
+    state = wait_for(lambda: host.check_output(f"sacct --noheader --parsable2 --allocations --jobs {job} --format State,ExitCode")
+                     or None, f"job {job} in sacct")
+    assert state == "COMPLETED|0:0"
+
+
+def test_add_compute_node_while_a_job_runs(host):
+    """slurm_add_node.yml adds a third node: the running job and the other slurmd live on."""
+    job = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --nodes=1 --job-name=long --wrap 'sleep 900'")
+    wait_for(lambda: host.check_output(f"squeue --noheader --jobs {job} --format %T") == "RUNNING", f"job {job} to run")
+    pids = {n: lab_host(n).check_output("systemctl show --property MainPID --value slurmd") for n in COMPUTE}
+    try:
+        hosts = [f"--host={n}={','.join(g)}" for n, g in GROUPS.items()] + [f"--host={NEW_NODE}=slurm_compute"]
+        subprocess.run([LAB_CLI, "up", "--name", LAB, *hosts], check=True, capture_output=True, text=True)
+        env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+        inventories = ["-i", lab_inventory(), "-i", str(SCENARIO / "inventory")]
+        # base everywhere: the new host needs the package proxy, and every host needs it in /etc/hosts.
+        for playbook in ("base.yml", "slurm_add_node.yml"):
+            run = subprocess.run(["ansible-playbook", *inventories, str(ROOT / "playbooks" / playbook)],
+                                 env=env, capture_output=True, text=True, cwd=ROOT)
+            assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+        assert host.check_output(f"squeue --noheader --jobs {job} --format '%T %N'") == f"RUNNING {COMPUTE[0]}"
+        for name, pid in pids.items():
+            assert lab_host(name).check_output("systemctl show --property MainPID --value slurmd") == pid, name
+        states = wait_for(lambda: (s := node_states(host)).get(NEW_NODE) == "idle" and s, f"{NEW_NODE} idle")
+        assert sorted(states) == sorted(COMPUTE + [NEW_NODE])
+        assert states[COMPUTE[0]] in ("mixed", "allocated") and states[COMPUTE[1]] == "idle"
+        assert host.check_output(f"srun --nodelist={NEW_NODE} hostname") == NEW_NODE
+    finally:
+        host.run(f"scancel {job}")
