@@ -1,0 +1,169 @@
+"""Verify repository and package selection for each GPU mode, and the inbox RDMA stack.
+
+NVIDIA/AMD packages are empty stand-ins from the mirror the prepare step built (see
+build_stand_in_mirror.py): what is real here is apt's view - which repositories are
+defined and trusted, which versions the pins select, what got installed. Drivers are
+not exercised on hardware. Debian's own packages (rocm-smi, rocminfo, rdma-core,
+perftest, infiniband-diags) are real, fetched through the lab's proxy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
+HOSTS = yaml.safe_load((EPHEMERAL / "inventory" / "clusterdos_lab.yml").read_text())["all"]["hosts"]
+MIRROR = "file:///srv/clusterdos-stand-in-mirror"
+
+testinfra_hosts = [f"ansible://{name}" for name in HOSTS]
+
+
+
+@pytest.fixture
+def name(host):
+    return host.backend.get_hostname()
+
+
+def skip_unless(name, names):
+    if name not in names:
+        pytest.skip(f"not a {'/'.join(names)} host")
+
+
+def installed(host, package):
+    out = host.run(f"dpkg-query -W -f='${{Status}} ${{Version}}' {package}")
+    return out.stdout.split()[-1] if out.rc == 0 and "install ok installed" in out.stdout else None
+
+
+def clusterdos_hw(name):
+    """The fact the roles published (set_fact cacheable), read from Ansible's fact cache."""
+    data = json.loads((EPHEMERAL / "facts" / name).read_text())
+    return data["clusterdos_hw"]
+
+
+# --- NVIDIA, host-managed driver -------------------------------------------------------
+
+def test_cuda_and_toolkit_repositories_signed_and_from_the_mirror(host, name):
+    skip_unless(name, ["nv-host"])
+    cuda = host.file("/etc/apt/sources.list.d/nvidia-cuda.sources").content_string
+    assert f"URIs: {MIRROR}/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/" in cuda
+    assert "Signed-By: /etc/apt/keyrings/nvidia-cuda.asc" in cuda
+    nct = host.file("/etc/apt/sources.list.d/nvidia-container-toolkit.sources").content_string
+    assert f"URIs: {MIRROR}/nvidia.github.io/libnvidia-container/stable/deb/amd64/" in nct
+    # apt trusts them: the update succeeds without "NO_PUBKEY"/"not signed".
+    update = host.run("apt-get update 2>&1")
+    assert update.rc == 0 and "NO_PUBKEY" not in update.stdout and "not signed" not in update.stdout, update.stdout
+
+
+def test_driver_branch_pinned_and_held(host, name):
+    skip_unless(name, ["nv-host"])
+    assert installed(host, "nvidia-open") == "570.172.08-1"
+    assert installed(host, "nvidia-kernel-open-dkms") == "570.172.08-1"
+    policy = host.check_output("apt-cache policy nvidia-open")
+    assert "Candidate: 570.172.08-1" in policy
+    # The newer branch is in the mirror but never installable (-1), also not by an upgrade.
+    assert "575.64.05-1 -1" in policy.replace("\n", " ").replace("     ", " ")
+    assert "Inst nvidia" not in host.check_output("apt-get -s dist-upgrade")
+    assert installed(host, f"linux-headers-{host.check_output('uname -r')}") == "1.0-standin"
+
+
+def test_fabric_manager_matches_the_driver_not_the_newest(host, name):
+    skip_unless(name, ["nv-host"])
+    assert installed(host, "nvidia-fabricmanager-570") == installed(host, "nvidia-kernel-open-dkms") == "570.172.08-1"
+    assert "Inst nvidia-fabricmanager" not in host.check_output("apt-get -s dist-upgrade")
+
+
+def test_toolkit_pinned_version_and_dcgm(host, name):
+    skip_unless(name, ["nv-host"])
+    for pkg in ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"):
+        assert installed(host, pkg) == "1.17.8-1", pkg  # 1.18.0-1 is in the mirror too
+    assert installed(host, "datacenter-gpu-manager-4-cuda12") == "1:4.2.3-1"
+
+
+def test_containerd_dropin_registers_nvidia_as_default_runtime(host, name):
+    skip_unless(name, ["nv-host"])
+    conf = tomllib.loads(host.file("/etc/containerd/conf.d/50-nvidia.toml").content_string)
+    assert conf["version"] == 3
+    cri = conf["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]
+    assert cri["default_runtime_name"] == "nvidia"
+    assert cri["runtimes"]["nvidia"]["runtime_type"] == "io.containerd.runc.v2"
+    assert cri["runtimes"]["nvidia"]["options"] == {"BinaryName": "/usr/bin/nvidia-container-runtime", "SystemdCgroup": True}
+
+
+def test_nouveau_blacklisted_on_every_nvidia_host(host, name):
+    skip_unless(name, ["nv-host", "nv-operator"])
+    conf = host.file("/etc/modprobe.d/blacklist-nouveau-clusterdos.conf").content_string
+    assert "blacklist nouveau" in conf and "options nouveau modeset=0" in conf
+
+
+def test_published_facts_host_mode(name):
+    skip_unless(name, ["nv-host"])
+    hw = clusterdos_hw(name)
+    assert hw["gpu_driver_managed_by"] == "host"
+    assert hw["gpu_runtime"] == {"containerd_runtime": "nvidia", "default": True}
+    gpus = hw["gpus"]
+    # No GPU in a lab host: discovery says so instead of inventing one.
+    assert (gpus["vendor"], gpus["count"], gpus["driver_loaded"]) == ("none", 0, False)
+    assert gpus["installed_package_version"] == "570.172.08-1"
+    assert gpus["fabricmanager"] is True and gpus["reboot_required"] is False
+
+
+# --- NVIDIA, GPU Operator owns driver and toolkit ---------------------------------------
+
+def test_operator_mode_installs_no_driver_and_says_so(host, name):
+    skip_unless(name, ["nv-operator"])
+    assert not host.file("/etc/apt/sources.list.d/nvidia-cuda.sources").exists
+    assert not host.file("/etc/containerd/conf.d/50-nvidia.toml").exists
+    for pkg in ("nvidia-open", "nvidia-container-toolkit", "nvidia-fabricmanager-570"):
+        assert installed(host, pkg) is None, pkg
+    hw = clusterdos_hw(name)
+    assert hw["gpu_driver_managed_by"] == "operator" and hw["gpu_runtime"] == {}
+
+
+# --- AMD ------------------------------------------------------------------------------
+
+def test_amd_repositories_pinned_and_dkms_rocm_installed(host, name):
+    skip_unless(name, ["amd-dkms"])
+    for repo, uri in (("amdgpu", "amdgpu/6.4.1/ubuntu"), ("rocm", "rocm/apt/6.4.1")):
+        src = host.file(f"/etc/apt/sources.list.d/{repo}.sources").content_string
+        assert f"URIs: {MIRROR}/repo.radeon.com/{uri}" in src and "Suites: jammy" in src
+    assert installed(host, "amdgpu-dkms") == "1:6.12.12.60401-2164967.22.04"
+    assert installed(host, "rocm") == "6.4.1.60401-83~22.04"
+    # AMD's pin (origin repo.radeon.com) applies to the mirror's packages.
+    assert " 600 " in host.check_output("apt-cache policy rocm")
+    groups = host.user("labuser").groups
+    assert "video" in groups and "render" in groups
+    hw = clusterdos_hw(name)
+    assert (hw["gpu_driver_managed_by"], hw["gpus"]["kernel_driver"], hw["gpus"]["rocm_version"]) == ("host", "dkms", "6.4.1")
+
+
+def test_amd_inbox_driver_with_debian_rocm_tools(host, name):
+    skip_unless(name, ["amd-deb-rdma"])
+    assert not host.file("/etc/apt/sources.list.d/amdgpu.sources").exists
+    assert installed(host, "amdgpu-dkms") is None
+    for pkg in ("rocm-smi", "rocminfo"):
+        assert installed(host, pkg), pkg
+        assert "deb.debian.org" in host.check_output(f"apt-cache policy {pkg}") or "/debian" in host.check_output(f"apt-cache policy {pkg}")
+    assert host.exists("rocm-smi") and host.exists("rocminfo")
+    hw = clusterdos_hw(name)
+    assert hw["gpus"]["kernel_driver"] == "inbox" and hw["gpus"]["rocm_version"] == "os"
+
+
+# --- RDMA inbox stack (a container: packages and files; modules are tested in rdma_softroce) ---
+
+def test_rdma_inbox_stack_from_debian(host, name):
+    skip_unless(name, ["amd-deb-rdma"])
+    for pkg in ("rdma-core", "ibverbs-providers", "ibverbs-utils", "rdmacm-utils", "infiniband-diags", "perftest"):
+        assert installed(host, pkg), pkg
+    for tool in ("ibv_devinfo", "ib_write_bw", "ibstat"):
+        assert host.exists(tool), tool
+    # A container has no RDMA device and shares this machine's kernel: modules are listed
+    # for boot but not loaded, and discovery reports no HCA.
+    assert "ib_uverbs" in host.file("/etc/modules-load.d/60-clusterdos-rdma.conf").content_string.split()
+    hw = clusterdos_hw(name)
+    assert hw["hcas"] == [] and hw["rdma"]["stack"] == "inbox"
