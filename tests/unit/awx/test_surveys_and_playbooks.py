@@ -13,7 +13,9 @@ Playbooks other engineers are still adding are expected failures (xfail) while m
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -173,3 +175,11 @@ def test_validation_report_is_passed_back_with_set_stats():
     assert stats, "playbooks/validate.yml hands nothing back to AWX (no ansible.builtin.set_stats)"
     data = stats[0]["ansible.builtin.set_stats"]["data"]
     assert "files" in str(data) and stats[0]["ansible.builtin.set_stats"].get("per_host") is False
+
+
+def test_configure_playbook_passes_syntax_check():
+    bin_dir = ROOT / ".venv" / "bin"
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH=f"{bin_dir}:{os.environ['PATH']}")
+    result = subprocess.run([str(bin_dir / "ansible-playbook"), "--syntax-check", str(ROOT / "awx" / "configure.yml")],
+                            capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
