@@ -23,7 +23,8 @@ from . import firewall, image, inventory, podman, proxy, qemu
 from .spec import STATE_ROOT, HostSpec, LabSpec, build_spec, validate
 from .util import LabError, log, mem_available_mib, require_root, require_tools, run, step
 
-SSH_TIMEOUT = float(os.environ.get("CLUSTERDOS_LAB_SSH_TIMEOUT", "90"))
+# Generous: on a loaded 2-core machine systemd in a container can take a minute to boot.
+SSH_TIMEOUT = float(os.environ.get("CLUSTERDOS_LAB_SSH_TIMEOUT", "240"))
 VM_SSH_TIMEOUT = float(os.environ.get("CLUSTERDOS_LAB_VM_SSH_TIMEOUT", "180"))
 
 
@@ -87,13 +88,14 @@ def _wait_ssh(spec: LabSpec, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while pending:
         for name, addr in list(pending.items()):
-            rc = subprocess.run(["ssh", *inventory.ssh_args(), "-o", "ConnectTimeout=2", "-i", str(key),
+            rc = subprocess.run(["ssh", *inventory.ssh_args(), "-o", "ConnectTimeout=10", "-i", str(key),
                                  f"root@{addr}", "true"], capture_output=True, check=False).returncode
             if rc == 0:
                 pending.pop(name)
         if pending and time.monotonic() > deadline:
-            raise LabError(f"SSH not answering after {timeout:.0f}s on: {', '.join(sorted(pending))}"
-                           f" (consoles of VMs: {spec.state_dir / 'vms'})")
+            where = (f"VM consoles: {spec.state_dir / 'vms'}/*/console.log" if spec.backend == "qemu"
+                     else "journal: podman exec cdl-<lab>-<host> journalctl -b")
+            raise LabError(f"SSH not answering after {timeout:.0f}s on: {', '.join(sorted(pending))} ({where})")
         if pending:
             time.sleep(0.5)
 

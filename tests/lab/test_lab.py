@@ -22,7 +22,10 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
 
 
 def lab(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *args], capture_output=True, text=True, check=check)
+    result = subprocess.run([CLI, *args], capture_output=True, text=True, check=False)
+    if check:
+        assert result.returncode == 0, f"clusterdos-lab {' '.join(args)}: {result.stderr[-2000:]}"
+    return result
 
 
 def on(host: str, command: str) -> subprocess.CompletedProcess[str]:
