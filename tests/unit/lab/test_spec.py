@@ -33,7 +33,7 @@ def test_default_subnet_is_stable_and_from_pool():
 def test_site_layout_loads():
     spec = build_spec("t3", None, None, [], None, "site", None)
     groups = {g for h in spec.hosts for g in h.groups}
-    assert {"login", "kube_control_plane", "kube_node", "slurm_controller", "slurm_compute"} <= groups
+    assert {"slurm_login", "slurm_controller", "slurm_dbd", "slurm_compute"} <= groups
 
 
 @pytest.mark.parametrize(
