@@ -1,0 +1,103 @@
+"""The Slurm checks and the report, on a real Slurm cluster of lab hosts.
+
+converge ran playbooks/validate.yml (strict) against a controller and two compute nodes;
+these tests read the report it wrote on this machine, then run the module again
+against a broken cluster (a compute node stopped) and expect the failure it names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+import yaml
+
+EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
+REPORT = EPHEMERAL / "validation-report"
+LAB = yaml.safe_load((EPHEMERAL / "inventory" / "clusterdos_lab.yml").read_text())["all"]
+COMPUTE = sorted(LAB["children"]["slurm_compute"]["hosts"])
+CONTROLLER = sorted(LAB["children"]["slurm_controller"]["hosts"])[0]
+
+testinfra_hosts = [f"ansible://{CONTROLLER}"]
+
+
+@pytest.fixture(scope="module")
+def report():
+    return json.loads((REPORT / "validation.json").read_text())
+
+
+def _checks(doc):
+    return {c["name"]: c for c in doc["checks"]}
+
+
+def test_every_slurm_check_passed_or_skipped_with_a_reason(report):
+    checks = _checks(report)
+    assert {"slurm.controller", "slurm.node_states", "slurm.srun", "slurm.gres", "slurm.mpi"} <= set(checks)
+    for name in ("slurm.controller", "slurm.node_states", "slurm.srun", "slurm.gres", "slurm.mpi"):
+        assert checks[name]["status"] == "passed", checks[name]
+        assert checks[name]["host"] == CONTROLLER
+    # No slurmdbd in this lab: accounting is reported as skipped, with the reason.
+    assert checks["slurm.accounting"]["status"] == "skipped"
+    assert "accounting storage is disabled" in checks["slurm.accounting"]["detail"]
+    assert report["summary"]["failed"] == 0
+
+
+def test_srun_reached_every_compute_node(report):
+    srun = _checks(report)["slurm.srun"]
+    assert srun["data"]["nodes"] == COMPUTE
+
+
+def test_mpi_world_spans_both_compute_nodes(report):
+    assert _checks(report)["slurm.mpi"]["detail"] == "MPI world of 2 ranks (--mpi=pmix) on %s" % ", ".join(COMPUTE)
+
+
+def test_node_states_match_sinfo(host, report):
+    detail = _checks(report)["slurm.node_states"]["detail"]
+    for line in host.check_output("sinfo --noheader --Node --format=%N|%T").splitlines():
+        node, state = line.split("|")
+        assert "%s %s" % (node, state) in detail
+
+
+def test_junit_and_html_written(report):
+    root = ET.parse(REPORT / "validation-junit.xml").getroot()
+    assert int(root.get("tests")) == report["summary"]["total"]
+    assert root.get("failures") == "0"
+    html = (REPORT / "validation.html").read_text()
+    for name in [CONTROLLER] + COMPUTE:
+        assert 'data-node="%s"' % name in html
+
+
+def test_a_stopped_compute_node_fails_node_states_and_srun(host):
+    """Stop slurmd on one compute node; the module (run by ansible) must name it."""
+    down = COMPUTE[-1]
+    inventory = [str(EPHEMERAL / "inventory")]  # molecule's inventory directory (hosts + the lab's variables)
+    env = dict(os.environ)
+    if (EPHEMERAL / "ansible.cfg").exists():
+        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / ".cache" / "collections")
+    nodes = json.dumps([{"name": n, "slurm_compute": True} for n in COMPUTE])
+
+    def adhoc(target, module, args):
+        cmd = ["ansible", target, "-i", inventory[0], "-m", module, "-a", args, "-o"]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+
+    stop = adhoc(down, "ansible.builtin.systemd", "name=slurmd state=stopped")
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    try:
+        host.run_expect([0], f"scontrol update nodename={down} state=down reason=validate-test")
+        res = adhoc(CONTROLLER, "clusterdos.cluster.cluster_validate",
+                    json.dumps({"checks": ["slurm.node_states", "slurm.srun"], "nodes": json.loads(nodes),
+                                "timeout": 30}))
+        assert "slurm.node_states" in res.stdout, res.stdout + res.stderr
+        out = json.loads(res.stdout.split(" => ", 1)[1])
+        checks = {c["name"]: c for c in out["checks"]}
+        assert checks["slurm.node_states"]["status"] == "failed"
+        assert f"{down}: down" in checks["slurm.node_states"]["detail"]
+        assert checks["slurm.srun"]["status"] == "failed"
+    finally:
+        adhoc(down, "ansible.builtin.systemd", "name=slurmd state=started")
+        host.run(f"scontrol update nodename={down} state=resume")
