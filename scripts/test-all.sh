@@ -26,6 +26,7 @@ results=()
 passed=0
 failed=0
 notrun=0
+xfailed=0
 
 stage() {
   local name="$1"; shift
@@ -51,6 +52,18 @@ for s in $scenarios; do
     results+=("NOT RUN molecule:$s (time budget of ${budget}s spent)"); notrun=$((notrun + 1))
     continue
   fi
+  # A scenario with an EXPERIMENTAL file (its first line says why) has not yet passed
+  # end to end on this machine: it runs, and a failure is reported as XFAIL, not hidden.
+  if [ -f "molecule/$s/EXPERIMENTAL" ]; then
+    t0=$SECONDS
+    echo "=== molecule:$s (experimental: $(head -n1 "molecule/$s/EXPERIMENTAL"))"
+    if timeout --kill-after=30 "$scenario_limit" molecule test -s "$s"; then
+      results+=("PASS molecule:$s ($((SECONDS - t0))s, experimental: remove molecule/$s/EXPERIMENTAL)"); passed=$((passed + 1))
+    else
+      results+=("XFAIL molecule:$s ($((SECONDS - t0))s): $(head -n1 "molecule/$s/EXPERIMENTAL")"); xfailed=$((xfailed + 1))
+    fi
+    continue
+  fi
   stage "molecule:$s" timeout --kill-after=30 "$scenario_limit" molecule test -s "$s"
 done
 
@@ -58,5 +71,6 @@ echo
 echo "=== summary"
 printf '%s\n' "${results[@]}"
 [ "$notrun" -eq 0 ] || echo "test-all: $notrun scenario(s) not run for lack of time (run them with SCENARIOS=...)"
+[ "$xfailed" -eq 0 ] || echo "test-all: $xfailed experimental scenario(s) failed (XFAIL, see above)"
 echo "test-all: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
