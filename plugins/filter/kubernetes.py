@@ -175,7 +175,7 @@ def _parse_version(version: Any) -> tuple[int, int, int]:
 
 def kube_minor(version: Any) -> str:
     """'v1.34.1' -> '1.34' (the pkgs.k8s.io repository and the upgrade unit)."""
-    major, minor, _ = _parse_version(version)
+    major, minor = _parse_version(version)[:2]
     return f"{major}.{minor}"
 
 
