@@ -55,6 +55,7 @@ def _merge_into_running(requested: LabSpec, backend: str | None) -> LabSpec:
                        f"`down` it first to switch to {backend}")
     known = {h.name for h in running.hosts}
     running.hosts += [h for h in requested.hosts if h.name not in known]
+    running.vars.update(requested.vars)  # a layout's variables follow the latest `up`
     validate(running)
     return running
 
