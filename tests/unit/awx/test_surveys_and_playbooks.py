@@ -8,7 +8,7 @@
 - no playbook in playbooks/ prompts (vars_prompt, pause with a prompt or no timeout) or reads
   a file by an absolute or home-relative path on the controller;
 - the validation report is handed back to AWX with set_stats.
-Playbooks other engineers are still adding are expected failures (xfail) while missing.
+Every job template's playbook must exist.
 """
 
 from __future__ import annotations
@@ -39,10 +39,7 @@ CATALOG = yaml.safe_load((ROOT / "roles" / "addons" / "vars" / "catalog.yml").re
 
 # Gaps in others' files, known at the time of writing: the case is xfail while the gap is
 # there and passes (so this entry can go) once it is closed.
-KNOWN_GAPS = {
-    ("playbooks/site.yml", "clusterdos_kubernetes_version"): "site.yml does not import kubernetes.yml yet",
-    ("playbooks/site.yml", "addons_enabled"): "site.yml does not import addons.yml yet",
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 SURVEYS = [(jt["name"], jt["playbook"], q["variable"]) for jt in CONFIG["job_templates"] for q in jt.get("survey", [])]
 
@@ -100,8 +97,6 @@ def test_every_job_template_has_a_survey_or_none_needed():
 
 @pytest.mark.parametrize("playbook", sorted({jt["playbook"] for jt in CONFIG["job_templates"]}))
 def test_job_template_playbook_exists(playbook):
-    if not (ROOT / playbook).exists():
-        pytest.xfail(f"{playbook} is not in playbooks/ yet (another engineer is adding it)")
     assert (ROOT / playbook).is_file()
 
 
@@ -109,8 +104,7 @@ def test_job_template_playbook_exists(playbook):
                          ids=[f"{t}:{v}" for t, _, v in SURVEYS])
 def test_survey_variable_is_read_by_the_playbook(template, playbook, variable):
     path = ROOT / playbook
-    if not path.exists():
-        pytest.xfail(f"{playbook} is not in playbooks/ yet")
+    assert path.is_file(), f"{template}: {playbook} does not exist"
     pattern = re.compile(rf"(?<![\w.]){re.escape(variable)}(?!\w)")
     readers = [p for p in reached_files(path) if pattern.search(p.read_text())]
     if not readers and (playbook, variable) in KNOWN_GAPS:
