@@ -49,3 +49,4 @@ lab-down:
 
 bench: setup
 	python3 benchmarks/lab_and_base.py
+	python3 benchmarks/slurm.py
