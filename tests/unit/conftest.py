@@ -15,3 +15,21 @@ sys.path.insert(0, str(ROOT / "lab"))
 from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder  # noqa: E402
 
 _AnsibleCollectionFinder(paths=[str(ROOT / ".cache" / "collections")])._install()
+
+
+import importlib.util  # noqa: E402
+
+import pytest  # noqa: E402
+
+# The role_runner fixture (sandboxes and storage tests): play a role's tasks on this
+# machine, see role_runner.py.
+_SPEC = importlib.util.spec_from_file_location("clusterdos_unit_role_runner", ROOT / "tests" / "unit" / "role_runner.py")
+_RUNNER = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_RUNNER)
+
+
+@pytest.fixture
+def role_runner(tmp_path):
+    def _run(*args, **kwargs):
+        return _RUNNER.run_role(tmp_path, *args, **kwargs)
+    return _run

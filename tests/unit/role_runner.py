@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_role(tmp_path: Path, role: str, tasks_from: str, role_vars: dict, groups: dict | None = None,
