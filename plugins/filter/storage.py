@@ -46,12 +46,12 @@ import ipaddress
 import re
 from typing import Any, Iterable, Mapping
 
+from ansible_collections.clusterdos.cluster.plugins.module_utils.storage_classes import storage_class_problems
+
 # LNet network types a client can be configured with here, and their NID address kind.
 LNET_TYPES = ("tcp", "o2ib", "kfi", "gni")
 _NET_RE = re.compile(r"^(?P<type>[a-z0-9]+?)(?P<num>[0-9]*)$")
 _FSNAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,8}$")
-# Kubernetes object names (DNS-1123 subdomain).
-_K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
 def lnet_network_problem(net: Any) -> str | None:
@@ -178,22 +178,6 @@ def lnet_import_config(networks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         nets.append({"net type": str(network["net"]),
                      "local NI(s)": [{"interfaces": {i: str(name)}} for i, name in enumerate(interfaces)]})
     return {"net": nets}
-
-
-def storage_class_problems(classes: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Names used twice, names Kubernetes would refuse, more than one default class."""
-    problems: list[str] = []
-    names = [str(c.get("name", "")) for c in classes]
-    for name in names:
-        if not _K8S_NAME_RE.match(name):
-            problems.append(f"storage class name '{name}' is not a valid Kubernetes name (lowercase, digits, '-', '.')")
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        problems.append(f"storage class name(s) used more than once: {', '.join(dupes)}; give each class its own name")
-    defaults = [str(c.get("name")) for c in classes if c.get("default")]
-    if len(defaults) > 1:
-        problems.append(f"only one storage class can be the default; {', '.join(defaults)} are all marked default")
-    return problems
 
 
 class FilterModule:

@@ -18,6 +18,11 @@ from ansible_collections.clusterdos.cluster.plugins.module_utils.helm import (
     DEFAULT_UPSTREAM_REGISTRIES,
     rewrite_registries,
 )
+from ansible_collections.clusterdos.cluster.plugins.module_utils.storage_classes import (
+    classes_in_values,
+    spec_problems,
+    storage_class_problems,
+)
 
 # An exact chart version: no ranges, no "latest" (a leading v is how some charts tag).
 PINNED_VERSION = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
@@ -43,6 +48,7 @@ ENTRY_KEYS = {
     "wait": bool,
     "wait_for_jobs": bool,
     "timeout": str,
+    "storage_classes": list,
 }
 REQUIRED_KEYS = ("chart", "version", "namespace")
 
@@ -106,6 +112,8 @@ def _entry_problems(name: str, entry: t.Any) -> t.List[str]:
         problems.append(f"{name}: release {release!r} is not a valid helm release name")
     if isinstance(entry.get("depends_on"), list) and not all(isinstance(d, str) for d in entry["depends_on"]):
         problems.append(f"{name}: depends_on must list add-on names")
+    if "storage_classes" in entry:
+        problems += spec_problems(name, entry["storage_classes"])
     return problems
 
 
@@ -291,7 +299,13 @@ def plan(catalog: t.Dict[str, t.Any], enabled: t.Sequence[str], overrides: t.Opt
             "wait": entry.get("wait", True),
             "wait_for_jobs": entry.get("wait_for_jobs", False),
             "timeout": entry.get("timeout", "10m"),
+            "storage_classes": classes_in_values(name, entry.get("storage_classes") or [], values),
         })
+    # Storage classes of every enabled add-on, with the site's values applied: one name,
+    # one class; at most one default.
+    problems = storage_class_problems([c for r in releases for c in r["storage_classes"]])
+    if problems:
+        raise CatalogError("; ".join(problems))
     return releases
 
 

@@ -116,6 +116,13 @@ releases:
     wait: {description: Wait for the workloads., type: bool}
     wait_for_jobs: {description: Wait for Jobs too., type: bool}
     timeout: {description: Helm timeout., type: str}
+    storage_classes:
+      description: >-
+        The storage classes the release creates (C(name), C(default), C(addon)), read from its
+        final values where the catalog entry's C(storage_classes) says. A name used twice across
+        the enabled add-ons, or two default classes, fails the plan.
+      type: list
+      elements: dict
 removals:
   description: The add-ons of I(absent), dependents first, each with C(name), C(release) and C(namespace).
   returned: always

@@ -191,3 +191,37 @@ def test_image_values_only_with_a_registry_mirror_and_rewritten():
 def test_chart_location(mirror, repo_url, chart_path):
     rel = plan(CASES["base"], ["certs"], chart_mirror=mirror)[0]
     assert (rel["repo_url"], rel["chart_path"]) == (repo_url, chart_path)
+
+
+STORAGE = ["local_path", "shared_path", "local_disk"]
+
+
+def test_storage_classes_of_the_design_are_reported_with_their_default():
+    releases = {r["name"]: r for r in plan(CATALOG, STORAGE)}
+    assert releases["local_path"]["storage_classes"] == [{"name": "local-path", "default": True, "addon": "local_path"}]
+    assert releases["shared_path"]["storage_classes"] == [{"name": "shared-path", "default": False, "addon": "shared_path"}]
+    assert releases["local_disk"]["storage_classes"] == [{"name": "local-disk", "default": False, "addon": "local_disk"}]
+
+
+def test_storage_class_name_used_twice_by_two_addons_is_refused():
+    overrides = {"shared_path": {"storageClass": {"name": "local-path"}}}
+    with pytest.raises(CatalogError, match=r"storage class name\(s\) used more than once: local-path \(by local_path, shared_path\)"):
+        plan(CATALOG, STORAGE, overrides)
+
+
+def test_storage_class_name_used_twice_inside_one_chart_list_is_refused():
+    overrides = {"local_disk": {"classes": [{"name": "nvme", "hostDir": "/mnt/a"}, {"name": "nvme", "hostDir": "/mnt/b"}]}}
+    with pytest.raises(CatalogError, match=r"used more than once: nvme \(by local_disk\)"):
+        plan(CATALOG, STORAGE, overrides)
+
+
+def test_two_default_storage_classes_are_refused():
+    overrides = {"shared_path": {"storageClass": {"defaultClass": True}}}
+    with pytest.raises(CatalogError, match="only one storage class can be the default; local-path, shared-path"):
+        plan(CATALOG, STORAGE, overrides)
+
+
+def test_malformed_storage_classes_spec_is_a_catalog_problem():
+    bad = copy.deepcopy(CATALOG)
+    bad["local_path"]["storage_classes"] = [{"nam": "storageClass.name"}]
+    assert any("local_path: each storage_classes item" in p for p in validate_catalog(bad))

@@ -88,3 +88,11 @@ def test_role_stops_when_the_api_cannot_be_read(tmp_path):
     assert proc.returncode != 0 and result is None
     assert f"cannot read the Kubernetes API with addons_kubeconfig={tmp_path / 'missing.conf'}" in proc.stdout
     assert "Check the catalog and the enabled add-ons" not in proc.stdout
+
+
+def test_role_stops_on_a_storage_class_name_used_twice(tmp_path):
+    proc, result = _play(tmp_path, {"addons_enabled": ["local_path", "shared_path"],
+                                    "addons_shared_path_nfs_server": "10.0.0.5",
+                                    "addons_values": {"shared_path": {"storageClass": {"name": "local-path"}}}})
+    assert proc.returncode != 0 and result is None
+    assert "storage class name(s) used more than once: local-path (by local_path, shared_path)" in proc.stdout
