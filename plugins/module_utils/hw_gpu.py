@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Optional
 
+from ansible_collections.clusterdos.cluster.plugins.module_utils.sysfs import entries, read
+
 # PCI vendor IDs.
 NVIDIA = "0x10de"
 AMD = "0x1002"
@@ -68,25 +70,14 @@ OPEN_MODULES_REQUIRED_FROM = "blackwell"
 Runner = Callable[[list[str]], tuple[int, str, str]]
 
 
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path, encoding="ascii", errors="replace") as fh:
-            return fh.read().strip()
-    except OSError:
-        return None
-
-
 def pci_devices(sysfs: str = "/sys") -> list[dict[str, str]]:
     """Every PCI function with its address, vendor, device and class."""
     base = os.path.join(sysfs, "bus", "pci", "devices")
-    try:
-        names = sorted(os.listdir(base))
-    except OSError:
-        return []
+    names = entries(base)
     out = []
     for name in names:
         path = os.path.join(base, name)
-        vendor, device, klass = (_read(os.path.join(path, f)) for f in ("vendor", "device", "class"))
+        vendor, device, klass = (read(os.path.join(path, f)) for f in ("vendor", "device", "class"))
         if vendor and device and klass:
             out.append({"address": name, "vendor": vendor.lower(), "device": device.lower(), "class": klass.lower()})
     return out
@@ -137,7 +128,7 @@ def gpu_facts(sysfs: str = "/sys", run: Optional[Runner] = None, nvidia_smi: Opt
     model = _most_common([k[1] for k in known])
     module = "amdgpu" if vendor == "amd" else "nvidia"
     loaded = os.path.isdir(os.path.join(sysfs, "module", module))
-    driver_version = _read(os.path.join(sysfs, "module", module, "version")) if loaded else None
+    driver_version = read(os.path.join(sysfs, "module", module, "version")) if loaded else None
     smi_error = None
     if vendor in ("nvidia", "mixed") and run is not None and nvidia_smi:
         rc, out, err = run([nvidia_smi, "--query-gpu=pci.bus_id,name,driver_version", "--format=csv,noheader"])

@@ -8,16 +8,10 @@ import os
 import re
 from typing import Any, Optional
 
+from ansible_collections.clusterdos.cluster.plugins.module_utils.sysfs import entries, read
+
 # "4: ACTIVE" -> "ACTIVE"; "5: LinkUp" -> "LinkUp".
 _STATE = re.compile(r"^\s*\d+:\s*(\S+)")
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path, encoding="ascii", errors="replace") as fh:
-            return fh.read().strip()
-    except OSError:
-        return None
 
 
 def _state(text: Optional[str]) -> Optional[str]:
@@ -29,7 +23,7 @@ def _state(text: Optional[str]) -> Optional[str]:
 
 def _netdev(port_dir: str) -> Optional[str]:
     """The network interface under GID 0 (Ethernet/RoCE and IPoIB-less ports may have none)."""
-    return _read(os.path.join(port_dir, "gid_attrs", "ndevs", "0")) or None
+    return read(os.path.join(port_dir, "gid_attrs", "ndevs", "0")) or None
 
 
 def _driver(dev_dir: str) -> Optional[str]:
@@ -47,35 +41,29 @@ def _driver(dev_dir: str) -> Optional[str]:
 def hcas(sysfs: str = "/sys") -> list[dict[str, Any]]:
     """The clusterdos_hw.hcas list (see docs/rdma.md), sorted by device name."""
     base = os.path.join(sysfs, "class", "infiniband")
-    try:
-        names = sorted(os.listdir(base))
-    except OSError:
-        return []
+    names = entries(base)
     out = []
     for name in names:
         dev = os.path.join(base, name)
         ports = []
-        try:
-            port_names = sorted(os.listdir(os.path.join(dev, "ports")), key=lambda p: int(p) if p.isdigit() else 0)
-        except OSError:
-            port_names = []
+        port_names = entries(os.path.join(dev, "ports"), key=lambda p: int(p) if p.isdigit() else 0)
         for p in port_names:
             pdir = os.path.join(dev, "ports", p)
             ports.append({
                 "port": int(p) if p.isdigit() else p,
-                "state": _state(_read(os.path.join(pdir, "state"))),
-                "phys_state": _state(_read(os.path.join(pdir, "phys_state"))),
-                "link_layer": _read(os.path.join(pdir, "link_layer")),
-                "rate": _read(os.path.join(pdir, "rate")),
+                "state": _state(read(os.path.join(pdir, "state"))),
+                "phys_state": _state(read(os.path.join(pdir, "phys_state"))),
+                "link_layer": read(os.path.join(pdir, "link_layer")),
+                "rate": read(os.path.join(pdir, "rate")),
                 "netdev": _netdev(pdir),
             })
         out.append({
             "name": name,
             "driver": _driver(dev),
-            "node_type": _state(_read(os.path.join(dev, "node_type"))),
-            "node_guid": _read(os.path.join(dev, "node_guid")),
-            "fw_ver": _read(os.path.join(dev, "fw_ver")),
-            "board_id": _read(os.path.join(dev, "board_id")),
+            "node_type": _state(read(os.path.join(dev, "node_type"))),
+            "node_guid": read(os.path.join(dev, "node_guid")),
+            "fw_ver": read(os.path.join(dev, "fw_ver")),
+            "board_id": read(os.path.join(dev, "board_id")),
             "ports": ports,
         })
     return out

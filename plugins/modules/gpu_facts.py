@@ -16,10 +16,6 @@ description:
   - Changes nothing. The roles M(clusterdos.cluster.nvidia_gpu) and M(clusterdos.cluster.amd_gpu)
     store the result under C(clusterdos_hw.gpus) (see docs/gpu.md for the schema).
 options:
-  sysfs_root:
-    description: Where sysfs is mounted. Tests point it at a tree they build.
-    type: path
-    default: /sys
   architecture:
     description:
       - The NVIDIA GPU architecture (pascal ... blackwell) to assume when the device ID is not in the
@@ -32,13 +28,8 @@ options:
         says why it cannot drive these GPUs (open before Turing, proprietary on Blackwell).
     type: str
     choices: [open, proprietary]
-attributes:
-  check_mode:
-    description: Reads only; runs the same in check mode.
-    support: full
-  diff_mode:
-    description: Nothing changes, so there is nothing to diff.
-    support: none
+extends_documentation_fragment:
+  - clusterdos.cluster.sysfs_facts
 author:
   - clusterdOS developers (@clusterdos)
 """

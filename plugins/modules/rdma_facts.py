@@ -15,18 +15,8 @@ description:
     network interface.
   - Changes nothing. The role M(clusterdos.cluster.rdma) stores the result under
     C(clusterdos_hw.hcas) (see docs/rdma.md for the schema).
-options:
-  sysfs_root:
-    description: Where sysfs is mounted. Tests point it at a tree they build.
-    type: path
-    default: /sys
-attributes:
-  check_mode:
-    description: Reads only; runs the same in check mode.
-    support: full
-  diff_mode:
-    description: Nothing changes, so there is nothing to diff.
-    support: none
+extends_documentation_fragment:
+  - clusterdos.cluster.sysfs_facts
 author:
   - clusterdOS developers (@clusterdos)
 """

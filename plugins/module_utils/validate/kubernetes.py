@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.core import (
     Check,
@@ -403,53 +403,54 @@ def check_rdma(ctx: KubeContext) -> str:
     return "RDMA resources allocatable on %s" % ", ".join(n["name"] for n in expected)
 
 
-def check_runtime_classes(ctx: KubeContext) -> str:
-    classes = ctx.get_cluster("runtimeclasses")
-    if not classes:
-        raise CheckSkipped("no RuntimeClass in the cluster")
-    ran, problems = [], []
-    for rc in classes:
-        name = rc["metadata"]["name"]
+def _pod_per_object(ctx: KubeContext, resource: str, kind: str, probe: Callable[[Dict[str, Any]], str],
+                    done: str) -> str:
+    """Run ``probe`` for every object of a cluster resource; one failure fails the check, naming each."""
+    objects = ctx.get_cluster(resource)
+    if not objects:
+        raise CheckSkipped("no %s in the cluster" % kind)
+    passed, problems = [], []
+    for obj in objects:
+        name = obj["metadata"]["name"]
         try:
-            ctx.run_pod("clusterdos-validate-rc-%s" % _k8s_name(name), ["uname", "-r"],
-                        extra_spec={"runtimeClassName": name})
-            ran.append("%s (handler %s)" % (name, rc.get("handler")))
+            passed.append(probe(obj))
         except CheckFailed as exc:
             problems.append("%s: %s" % (name, exc))
     if problems:
         raise CheckFailed("; ".join(problems))
-    return "a pod ran under each RuntimeClass: %s" % ", ".join(ran)
+    return "%s: %s" % (done, ", ".join(passed))
+
+
+def check_runtime_classes(ctx: KubeContext) -> str:
+    def probe(rc: Dict[str, Any]) -> str:
+        name = rc["metadata"]["name"]
+        ctx.run_pod("clusterdos-validate-rc-%s" % _k8s_name(name), ["uname", "-r"],
+                    extra_spec={"runtimeClassName": name})
+        return "%s (handler %s)" % (name, rc.get("handler"))
+
+    return _pod_per_object(ctx, "runtimeclasses", "RuntimeClass", probe, "a pod ran under each RuntimeClass")
 
 
 def check_storage_classes(ctx: KubeContext) -> str:
-    classes = ctx.get_cluster("storageclasses")
-    if not classes:
-        raise CheckSkipped("no StorageClass in the cluster")
-    bound, problems = [], []
-    for sc in classes:
+    def probe(sc: Dict[str, Any]) -> str:
         name = sc["metadata"]["name"]
         pvc_name = "clusterdos-validate-pvc-%s" % _k8s_name(name)
-        modes = ["ReadWriteOnce"]
         pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                "metadata": {"name": pvc_name, "labels": {"app.kubernetes.io/managed-by": "clusterdos-validate"}},
-               "spec": {"storageClassName": name, "accessModes": modes,
+               "spec": {"storageClassName": name, "accessModes": ["ReadWriteOnce"],
                         "resources": {"requests": {"storage": "16Mi"}}}}
         spec = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": pvc_name}}]}
-        try:
-            # The container writes and reads back a file on the volume.
-            pod_name = "clusterdos-validate-sc-%s" % _k8s_name(name)
-            ctx.run_pod(pod_name, ["sh", "-c", "echo ok > /data/probe && cat /data/probe"],
-                        extra_spec=dict(spec, containers=[{
-                            "name": "check", "image": ctx.test_image,
-                            "command": ["sh", "-c", "echo ok > /data/probe && cat /data/probe"],
-                            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]),
-                        extra_objects=[pvc])
-            bound.append(name)
-        except CheckFailed as exc:
-            problems.append("%s: %s" % (name, exc))
-    if problems:
-        raise CheckFailed("; ".join(problems))
-    return "a PVC bound and was written through each storage class: %s" % ", ".join(bound)
+        # The container writes and reads back a file on the volume.
+        command = ["sh", "-c", "echo ok > /data/probe && cat /data/probe"]
+        ctx.run_pod("clusterdos-validate-sc-%s" % _k8s_name(name), command,
+                    extra_spec=dict(spec, containers=[{
+                        "name": "check", "image": ctx.test_image, "command": command,
+                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]),
+                    extra_objects=[pvc])
+        return name
+
+    return _pod_per_object(ctx, "storageclasses", "StorageClass", probe,
+                           "a PVC bound and was written through each storage class")
 
 
 def check_addons(ctx: KubeContext) -> str:
