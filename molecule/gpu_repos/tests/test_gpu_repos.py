@@ -40,10 +40,30 @@ def installed(host, package):
     return out.stdout.split()[-1] if out.rc == 0 and "install ok installed" in out.stdout else None
 
 
+def _plain(value):
+    """Drop the data tags ansible-core 2.19+ keeps with cached values ({"value": ..., "__ansible_type": ...})."""
+    if isinstance(value, dict):
+        if "__ansible_type" in value and "value" in value:
+            return _plain(value["value"])
+        return {k: _plain(v) for k, v in value.items() if k != "__ansible_type"}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
 def clusterdos_hw(name):
-    """The fact the roles published (set_fact cacheable), read from Ansible's fact cache."""
-    data = json.loads((EPHEMERAL / "facts" / name).read_text())
-    return data["clusterdos_hw"]
+    """The fact the roles published (set_fact cacheable), read from Ansible's fact cache.
+
+    The jsonfile cache names files HOST (older ansible-core) or sN_HOST, and ansible-core
+    2.19+ wraps the facts in a JSON string under __payload__ with data tags.
+    """
+    cache = EPHEMERAL / "facts"
+    files = [cache / name] if (cache / name).exists() else sorted(cache.glob(f"*_{name}"))
+    assert files, f"no cached facts for {name} in {cache}: {sorted(p.name for p in cache.glob('*'))}"
+    data = json.loads(files[-1].read_text())
+    if "__payload__" in data:
+        data = json.loads(data["__payload__"])
+    return _plain(data)["clusterdos_hw"]
 
 
 # --- NVIDIA, host-managed driver -------------------------------------------------------
@@ -82,6 +102,9 @@ def test_toolkit_pinned_version_and_dcgm(host, name):
     skip_unless(name, ["nv-host"])
     for pkg in ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"):
         assert installed(host, pkg) == "1.17.8-1", pkg  # 1.18.0-1 is in the mirror too
+    # Held: an upgrade does not move the toolkit to the newer version in the mirror.
+    assert "Inst nvidia-container-toolkit" not in host.check_output("apt-get -s dist-upgrade")
+    assert "1.18.0-1 -1" in " ".join(host.check_output("apt-cache policy nvidia-container-toolkit").split())
     assert installed(host, "datacenter-gpu-manager-4-cuda12") == "1:4.2.3-1"
 
 
