@@ -10,35 +10,52 @@ What is real: the playbook, the preflight, the version check running the real ku
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from conftest import CP, GROUP_VARS, PROJECT, host_state, recap, run_playbook
 
 UPGRADE = PROJECT / "playbooks" / "upgrade.yml"
 KUBELET = GROUP_VARS["all"]["kubernetes_hosts_fixture_kubelet_version"]  # v1.33.4
+REFUSED = {"skips-a-minor": "1.35.2", "downgrade": "1.32.0"}
 
 
-@pytest.mark.parametrize("target", ["1.35.2", "1.32.0"], ids=["skips-a-minor", "downgrade"])
-def test_upgrade_refuses_before_any_host_changes(cp, target):
+@pytest.fixture(scope="module")
+def runs(cp, tmp_path_factory):
+    """The refused targets, and the next minor as the control case: that one passes the
+    version check and stops at the package step (its binaries directory is empty), so no
+    run may change the host. Run several at a time; host state read before and after all."""
+    empty = tmp_path_factory.mktemp("no-binaries")
+    cases = {name: ["-e", f"clusterdos_kubernetes_version={target}"] for name, target in REFUSED.items()}
+    cases["next-minor"] = ["-e", "clusterdos_kubernetes_version=1.34.1", "-e", "kubernetes_packages_source=directory",
+                           "-e", f"kubernetes_packages_binaries_dir={empty}"]
     before = host_state(cp)
-    run = run_playbook(UPGRADE, "-e", f"clusterdos_kubernetes_version={target}")
+    with ThreadPoolExecutor(max_workers=len(cases)) as pool:
+        futures = {name: pool.submit(run_playbook, UPGRADE, *args) for name, args in cases.items()}
+        results = {name: f.result() for name, f in futures.items()}
+    return {"results": results, "empty": empty, "before": before, "after": host_state(cp)}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_upgrade_refuses_a_step_kubeadm_cannot_take(runs, case):
+    run = runs["results"][case]
     assert run.returncode != 0
-    assert f"{CP}={KUBELET} cannot go to {target} in one step" in run.stdout, run.stdout[-3000:]
+    assert f"{CP}={KUBELET} cannot go to {REFUSED[case]} in one step" in run.stdout, run.stdout[-3000:]
     assert "PLAY [Upgrade - control planes, one at a time]" not in run.stdout
     assert recap(run, CP)["changed"] == 0
-    assert host_state(cp) == before
-    assert not cp.file("/usr/local/bin/kubeadm").exists
 
 
-def test_upgrade_to_the_next_minor_passes_the_version_check(cp, tmp_path):
-    """The control case: 1.33 -> 1.34 passes the check and reaches the package step, which
-    then refuses (its directory holds no kubeadm or kubelet) before changing the host."""
-    before = host_state(cp)
-    run = run_playbook(UPGRADE, "-e", "clusterdos_kubernetes_version=1.34.1",
-                       "-e", "kubernetes_packages_source=directory", "-e", f"kubernetes_packages_binaries_dir={tmp_path}")
+def test_upgrade_to_the_next_minor_passes_the_version_check(runs):
+    run = runs["results"]["next-minor"]
+    empty = runs["empty"]
     assert run.returncode != 0
     assert "cannot go to" not in run.stdout
     assert "PLAY [Upgrade - control planes, one at a time]" in run.stdout
-    assert f"{tmp_path}/kubeadm, {tmp_path}/kubelet, {tmp_path}/kubectl not found" in run.stdout, run.stdout[-3000:]
+    assert f"{empty}/kubeadm, {empty}/kubelet, {empty}/kubectl not found" in run.stdout, run.stdout[-3000:]
     assert recap(run, CP)["changed"] == 0
-    assert host_state(cp) == before
+
+
+def test_refused_upgrades_left_the_host_unchanged(cp, runs):
+    assert runs["after"] == runs["before"]
+    assert not cp.file("/usr/local/bin/kubeadm").exists

@@ -10,6 +10,7 @@ points at a stand-in API server on k8s-cp (files/standin_apiserver.py), so
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -22,6 +23,7 @@ MIRROR = LOGIN_VARS["login_file_mirror"].removeprefix("file://")
 KUBECTL_URL_PATH = f"dl.k8s.io/release/v{KUBECTL}/bin/linux/amd64/kubectl"
 HELM_URL_PATH = f"get.helm.sh/helm-v{HELM}-linux-amd64.tar.gz"
 LOGIN_PLAYBOOK = PROJECT / "playbooks" / "login.yml"
+TOOLS = ["kubectl", "helm"]
 
 
 def test_kubectl_runs_and_reports_the_pinned_version(login):
@@ -76,24 +78,33 @@ def test_check_mode_on_the_converged_login_node_changes_nothing(login):
 
 
 @pytest.fixture(scope="module")
-def bad_mirror(login):
-    """A copy of the mirror (hard links) whose published checksums do not match."""
+def bad_mirror_runs(login):
+    """login.yml against a copy of the mirror (hard links) whose published checksums do
+    not match, once per tool (kubectl, then helm alone), both at once, each with its own
+    install and download directories."""
     bad = "/srv/mirror-bad"
-    login.check_output(f"rm -rf {bad} && cp -al {MIRROR} {bad} && mkdir -p /tmp/login-bad-bin")
+    login.check_output(f"rm -rf {bad} && cp -al {MIRROR} {bad}")
     for path in (f"{KUBECTL_URL_PATH}.sha256", f"{HELM_URL_PATH}.sha256sum"):
         # Replace the file (never write through the hard link into the good mirror).
         login.check_output(f"rm {bad}/{path} && printf '%s  %s\\n' {'0' * 64} $(basename {bad}/{path} | sed 's/\\.sha256.*//') > {bad}/{path}")
-    yield bad
-    login.check_output(f"rm -rf {bad} /tmp/login-bad-bin /tmp/login-bad-cache")
+    login.check_output("mkdir -p /tmp/login-bad-kubectl/bin /tmp/login-bad-helm/bin")
+
+    def _run(tool):
+        return run_playbook(LOGIN_PLAYBOOK, "--limit", LOGIN, "-e", f"login_file_mirror=file://{bad}",
+                            "-e", f'{{"login_tools": ["{tool}"], "login_kubeconfig": false}}',
+                            "-e", f"login_install_dir=/tmp/login-bad-{tool}/bin",
+                            "-e", f"login_download_dir=/tmp/login-bad-{tool}/cache")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = dict(zip(TOOLS, pool.map(_run, TOOLS)))
+    yield runs
+    login.check_output(f"rm -rf {bad} /tmp/login-bad-kubectl /tmp/login-bad-helm")
 
 
-@pytest.mark.parametrize("tool", ["kubectl", "helm"])
-def test_a_wrong_checksum_in_the_mirror_fails_and_installs_nothing(login, bad_mirror, tool):
-    run = run_playbook(LOGIN_PLAYBOOK, "--limit", LOGIN, "-e", f"login_file_mirror=file://{bad_mirror}",
-                       "-e", f'{{"login_tools": ["{tool}"], "login_kubeconfig": false}}',
-                       "-e", "login_install_dir=/tmp/login-bad-bin", "-e", "login_download_dir=/tmp/login-bad-cache")
+@pytest.mark.parametrize("tool", TOOLS)
+def test_a_wrong_checksum_in_the_mirror_fails_and_installs_nothing(login, bad_mirror_runs, tool):
+    run = bad_mirror_runs[tool]
     assert run.returncode != 0
     assert recap(run, LOGIN)["failed"] == 1
     assert "did not match" in run.stdout and "checksum" in run.stdout, run.stdout[-3000:]
-    assert not login.file(f"/tmp/login-bad-bin/{tool}").exists
-    assert login.check_output("ls -A /tmp/login-bad-cache 2>/dev/null | grep -v '^$' || true") == ""
+    assert not login.file(f"/tmp/login-bad-{tool}/bin/{tool}").exists
+    assert login.check_output(f"find /tmp/login-bad-{tool}/cache -mindepth 1 2>/dev/null | head -1") == ""
