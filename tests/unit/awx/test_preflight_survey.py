@@ -49,12 +49,13 @@ def test_good_answers_pass(tmp_path, extra_vars):
     ({"clusterdos_kubernetes_version": ""}, "got ''"),
     ({"addons_enabled": ["cert_manager", "grafana"]}, "Unknown add-on(s): grafana."),
     ({"addons_enabled": "cert_manager"}, "addons_enabled must be a list of add-on names"),
-    ({"node": "gpu07 gpu08"}, "node must be one inventory host name or pattern without spaces"),
+    ({"node": "gpu07 gpu08"}, "node must be one inventory host name (e.g. gpu07)"),
+    ({"node": "gpu0[7:9]"}, "take one node per run, got 'gpu0[7:9]'"),
     ({"clusterdos_upgrade_batch": 0}, "a whole number >= 1, got '0'"),
     ({"clusterdos_reset_confirm": "yes please"}, "clusterdos_reset_confirm must be true or false"),
     ({"validate_checks": "all"}, "validate_checks must be a list"),
 ], ids=["version-with-v", "version-latest", "version-two-parts", "version-empty", "unknown-addon",
-        "addons-not-a-list", "node-with-space", "batch-zero", "reset-not-bool", "checks-not-a-list"])
+        "addons-not-a-list", "node-with-space", "node-pattern", "batch-zero", "reset-not-bool", "checks-not-a-list"])
 def test_bad_answers_are_rejected_with_a_clear_message(tmp_path, extra_vars, message):
     result = run_checks(tmp_path, extra_vars)
     assert result.returncode != 0
