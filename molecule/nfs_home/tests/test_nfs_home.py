@@ -109,12 +109,20 @@ def test_root_is_squashed_on_home(clients):
 
 
 def test_scratch_is_shared_and_sticky(server, clients):
+    """A user's file in the world-writable scratch area is read through every client and on
+    the server; another user cannot delete it (sticky bit). Written as a user, not root:
+    root is squashed to nobody, and Debian's fs.protected_regular=2 then refuses root's
+    O_CREAT|O_TRUNC of a file nobody owns in a sticky directory (kernel behaviour)."""
     name = f"/scratch/clusterdos-{uuid.uuid4().hex[:8]}"
-    clients[0].check_output(f"sh -c 'echo scratch > {name}'")
+    clients[0].check_output(_as_user(f"echo scratch > {name}"))
     try:
         for client in clients:
             assert client.check_output(f"cat {name}") == "scratch"
         assert server.file(f"/srv{name}").content_string.strip() == "scratch"
+        assert server.file(f"/srv{name}").uid == UID
         assert server.file("/srv/scratch").mode == 0o1777
+        other = clients[-1].run(f"setpriv --reuid={UID + 1} --regid={UID + 1} --clear-groups rm -f {name}")
+        assert other.rc != 0 and "Operation not permitted" in other.stderr, other.stderr
+        assert server.file(f"/srv{name}").exists
     finally:
         server.run(f"rm -f /srv{name}")
