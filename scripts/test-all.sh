@@ -18,9 +18,10 @@ ordered="$(for s in $ORDER; do grep -qx "$s" <<<"$all_scenarios" && echo "$s"; d
 scenarios="${SCENARIOS:-$ordered}"
 # CI has a hard time limit. Past this many seconds since the run began (.ci/run sets
 # TEST_ALL_START), no new scenario starts: the rest are listed as NOT RUN, and the run
-# still fails if anything that ran failed. Every scenario also has its own time limit.
-budget="${TEST_ALL_BUDGET_S:-3600}"
-scenario_limit="${TEST_ALL_SCENARIO_LIMIT_S:-1200}"
+# still fails if anything that ran failed. Every scenario also has its own time limit:
+# molecule/<scenario>/TIME_LIMIT_S when present (QEMU scenarios), else the default.
+budget="${TEST_ALL_BUDGET_S:-3300}"
+default_limit="${TEST_ALL_SCENARIO_LIMIT_S:-1200}"
 start_epoch="${TEST_ALL_START:-$(date +%s)}"
 results=()
 passed=0
@@ -52,6 +53,8 @@ for s in $scenarios; do
     results+=("NOT RUN molecule:$s (time budget of ${budget}s spent)"); notrun=$((notrun + 1))
     continue
   fi
+  scenario_limit="$default_limit"
+  if [ -f "molecule/$s/TIME_LIMIT_S" ]; then scenario_limit="$(head -n1 "molecule/$s/TIME_LIMIT_S")"; fi
   # A scenario with an EXPERIMENTAL file (its first line says why) has not yet passed
   # end to end on this machine: it runs, and a failure is reported as XFAIL, not hidden.
   if [ -f "molecule/$s/EXPERIMENTAL" ]; then
