@@ -126,3 +126,17 @@ def test_scratch_is_shared_and_sticky(server, clients):
         assert server.file(f"/srv{name}").exists
     finally:
         server.run(f"rm -f /srv{name}")
+
+
+def test_mounts_come_back_after_a_real_reboot(clients):
+    """Reboot one client VM for real (last in this file: the other tests ran on the live
+    mounts); /home and /scratch are mounted again from /etc/fstab at boot, with no help."""
+    client = clients[-1]
+    boot_before = client.check_output("cat /proc/sys/kernel/random/boot_id")
+    client.ansible("ansible.builtin.reboot", "reboot_timeout=900", check=False)
+    rebooted = _host(CLIENTS[-1])
+    assert rebooted.check_output("cat /proc/sys/kernel/random/boot_id") != boot_before
+    for mountpoint, export in MOUNTS.items():
+        mount = rebooted.mount_point(mountpoint)
+        assert mount.exists and mount.filesystem == "nfs4", mountpoint
+        assert mount.device == f"{HOSTS[SERVER]['clusterdos_node_ip']}:{export}"
