@@ -6,15 +6,18 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 LAB ?= site
 LAYOUT ?= site
+# The task_coverage callback's records (ansible.cfg and the molecule base config write here).
+COVERAGE_DIR := $(CURDIR)/.cache/coverage
 # Every scenario under molecule/ (one directory each, _shared excluded).
 SCENARIOS ?= $(sort $(filter-out _shared,$(notdir $(patsubst %/,%,$(dir $(wildcard molecule/*/molecule.yml))))))
 
-.PHONY: help setup lint sanity unit molecule test site lab-up lab-down bench changelog
+.PHONY: help setup lint sanity unit molecule test site lab-up lab-down bench changelog coverage
 
 help:
 	@echo "make site     - set up, start the lab ($(LAYOUT) layout) and run playbooks/site.yml on it"
 	@echo "make test     - every check: lint, sanity, unit tests, molecule scenarios ($(SCENARIOS))"
 	@echo "make lab-down - remove the lab started by make site"
+	@echo "make coverage - which tasks ran for real in the last make test (fails if one neither ran nor is exempt)"
 
 setup:
 	scripts/setup-dev.sh
@@ -35,12 +38,15 @@ unit: setup
 molecule: setup
 	@set -e; for s in $(SCENARIOS); do echo "=== molecule test -s $$s"; molecule test -s $$s; done
 
+# Task coverage records start empty: make coverage reads those of this run only.
 test: setup
+	rm -rf $(COVERAGE_DIR)
 	scripts/test-all.sh
 
 lab-up: setup
 	clusterdos-lab up --name $(LAB) --layout $(LAYOUT)
 
+site: export CLUSTERDOS_COVERAGE_SCENARIO := site
 site: lab-up
 	ansible-playbook -i "$$(clusterdos-lab inventory --name $(LAB))" playbooks/site.yml
 
@@ -50,3 +56,9 @@ lab-down:
 bench: setup
 	python3 benchmarks/lab_and_base.py
 	python3 benchmarks/slurm.py
+
+# Per role and playbook: tasks run for real / total, the tasks never run, an HTML page
+# (reports/coverage.html); fails when a task neither ran nor is listed in
+# tests/coverage_exempt.yml. See docs/testing.md.
+coverage:
+	python3 scripts/coverage.py --records $(COVERAGE_DIR)

@@ -77,3 +77,10 @@ printf '%s\n' "${results[@]}"
 [ "$xfailed" -eq 0 ] || echo "test-all: $xfailed experimental scenario(s) failed (XFAIL, see above)"
 echo "test-all: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
+# Task coverage of this run (docs/testing.md): the figure is printed, never gates the run;
+# `make coverage` is the strict gate.
+test_all_rc=$?
+echo
+echo "=== task coverage (records in .cache/coverage; details: make coverage, reports/coverage.html)"
+python3 scripts/coverage.py --summary --no-fail || echo "test-all: coverage summary could not be computed"
+exit "$test_all_rc"
