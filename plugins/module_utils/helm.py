@@ -154,13 +154,15 @@ class HelmCli:
 
     def upgrade(self, name: str, namespace: str, source: ChartSource, values_file: str, *, dry_run: bool = False,
                 create_namespace: bool = True, skip_crds: bool = False, wait: bool = True, wait_for_jobs: bool = False,
-                timeout: str = "10m", atomic: bool = False) -> t.List[str]:
+                timeout: str = "10m", atomic: bool = False, no_hooks: bool = False) -> t.List[str]:
         argv = [self.binary, "upgrade", name] + source.args()
         argv += ["--install", "--namespace", namespace, "--values", values_file, "--reset-values"]
         if create_namespace:
             argv.append("--create-namespace")
         if skip_crds:
             argv.append("--skip-crds")
+        if no_hooks:
+            argv.append("--no-hooks")
         if dry_run:
             argv += ["--dry-run=server", "--output", "json"]
         else:
@@ -173,8 +175,11 @@ class HelmCli:
             argv += ["--timeout", timeout]
         return argv + self._cluster()
 
-    def uninstall(self, name: str, namespace: str, *, wait: bool = True, timeout: str = "10m") -> t.List[str]:
+    def uninstall(self, name: str, namespace: str, *, wait: bool = True, timeout: str = "10m",
+                  no_hooks: bool = False) -> t.List[str]:
         argv = [self.binary, "uninstall", name, "--namespace", namespace]
+        if no_hooks:
+            argv.append("--no-hooks")
         if wait:
             argv += self._wait()
         return argv + ["--timeout", timeout] + self._cluster()
@@ -255,6 +260,7 @@ class ReleaseRequest:
     wait_for_jobs: bool = False
     timeout: str = "10m"
     atomic: bool = False
+    no_hooks: bool = False
 
 
 @dataclass
@@ -343,6 +349,23 @@ class HelmRelease:
         """The chart's crds/ directory as one YAML stream (empty when it has none); proves the chart is there too."""
         return self._show("crds", source)
 
+    def render(self, name: str, namespace: str, source: ChartSource, values: t.Dict[str, t.Any]) -> str:
+        """``helm template`` with these values: the chart's schema and templates accept them, or this raises.
+
+        No cluster is read (preflight runs before any change, with or without an API server).
+        """
+        values_file = self._values_file(values)
+        try:
+            argv = self.connect().template(name, namespace, source, values_file)
+            self.commands.append(argv)
+            rc, out, err = self._run(argv)
+        finally:
+            os.unlink(values_file)
+        if rc != 0:
+            raise HelmError(f"chart {source.ref} version {source.version or '(from its path)'} refuses the values of release "
+                            f"{name}: {(err or out).strip()}", argv=argv, rc=rc, stderr=err)
+        return out
+
     # -- the operation -----------------------------------------------------------------
     def ensure(self, req: ReleaseRequest, check_mode: bool, want_diff: bool) -> ReleaseResult:
         cli = self.connect()
@@ -358,7 +381,8 @@ class HelmRelease:
                     before = self._call(cli.get_manifest(req.name, req.namespace), f"read the manifest of {req.name}")
                     result.diff = {"before": before, "after": "", "before_header": f"{req.namespace}/{req.name}", "after_header": "(uninstalled)"}
                 if not check_mode:
-                    self._call(cli.uninstall(req.name, req.namespace, wait=req.wait, timeout=req.timeout), f"uninstall {req.name}")
+                    self._call(cli.uninstall(req.name, req.namespace, wait=req.wait, timeout=req.timeout, no_hooks=req.no_hooks),
+                               f"uninstall {req.name}")
             result.release = {"name": req.name, "namespace": req.namespace}
             result.commands = self.commands
             return result
@@ -369,7 +393,8 @@ class HelmRelease:
         try:
             if current is not None and current.get("status") == "deployed":
                 desired = self._json(cli.upgrade(req.name, req.namespace, req.source, values_file, dry_run=True,
-                                                 create_namespace=req.create_namespace, skip_crds=req.skip_crds),
+                                                 create_namespace=req.create_namespace, skip_crds=req.skip_crds,
+                                                 no_hooks=req.no_hooks),
                                      f"render {req.name} against the cluster (dry run)") or {}
                 deployed_manifest = self._call(cli.get_manifest(req.name, req.namespace), f"read the manifest of {req.name}")
                 deployed_values = self._json(cli.get_values(req.name, req.namespace), f"read the values of {req.name}")
@@ -402,7 +427,7 @@ class HelmRelease:
             if result.changed and not check_mode:
                 self._call(cli.upgrade(req.name, req.namespace, req.source, values_file, create_namespace=req.create_namespace,
                                        skip_crds=req.skip_crds, wait=req.wait, wait_for_jobs=req.wait_for_jobs,
-                                       timeout=req.timeout, atomic=req.atomic),
+                                       timeout=req.timeout, atomic=req.atomic, no_hooks=req.no_hooks),
                            f"install or upgrade {req.name}")
                 current = self.deployed(req.name, req.namespace) or current
         finally:
@@ -412,6 +437,31 @@ class HelmRelease:
             result.release.update({k: current.get(k) for k in ("revision", "status", "chart", "app_version") if k in current})
         result.commands = self.commands
         return result
+
+
+def check_charts(helm: HelmRelease, releases: t.List[t.Dict[str, t.Any]], verify: bool = True, render: bool = False) -> None:
+    """Read every planned chart (``verify``) and render it with its final values (``render``), before any change.
+
+    ``verify`` proves each chart version is in its repository or mirror and puts the chart's CRDs
+    (when the entry wants them applied) in ``crd_manifest``. ``render`` runs ``helm template``, so a
+    value that the chart's schema or templates refuse fails here. Every problem is reported at once.
+    """
+    problems: t.List[str] = []
+    for rel in releases:
+        source = chart_source(rel["chart"], rel["version"], repo_url=rel["repo_url"], chart_path=rel["chart_path"])
+        try:
+            if verify:
+                # One read per chart proves it is there: the CRDs when they are wanted, else the metadata.
+                if rel["crds"]:
+                    rel["crd_manifest"] = helm.chart_crds(source)
+                else:
+                    helm.verify_chart(source)
+            if render:
+                helm.render(rel["release"], rel["namespace"], source, rel["release_values"])
+        except HelmError as exc:
+            problems.append(f"{rel['name']}: {exc.msg}")
+    if problems:
+        raise HelmError("; ".join(problems))
 
 
 def _chart_id(release: t.Dict[str, t.Any]) -> t.Optional[str]:

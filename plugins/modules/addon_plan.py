@@ -74,8 +74,14 @@ options:
     description: Read each chart with helm to prove its version is available, and return its CRDs.
     type: bool
     default: false
+  render_charts:
+    description:
+      - Render each chart with its final values (C(helm template), no cluster read), so values that the chart's
+        C(values.schema.json) or its templates refuse fail here, before any release changes.
+    type: bool
+    default: false
   binary_path:
-    description: The helm binary used by I(verify_charts). Default is C(helm) from C(PATH).
+    description: The helm binary used by I(verify_charts) and I(render_charts). Default is C(helm) from C(PATH).
     type: path
 """
 
@@ -90,6 +96,7 @@ EXAMPLES = r"""
     chart_mirror: oci://registry.site.example/charts
     image_registry_mirror: registry.site.example
     verify_charts: true
+    render_charts: true
   register: plan
 """
 
@@ -149,7 +156,7 @@ from ansible_collections.clusterdos.cluster.plugins.module_utils.helm import (
     DEFAULT_UPSTREAM_REGISTRIES,
     HelmError,
     HelmRelease,
-    chart_source,
+    check_charts,
     check_registry_mirror,
 )
 
@@ -167,6 +174,7 @@ def main() -> None:
             image_registry_mirror=dict(type="str", default=""),
             upstream_registries=dict(type="list", elements="str"),
             verify_charts=dict(type="bool", default=False),
+            render_charts=dict(type="bool", default=False),
             binary_path=dict(type="path"),
         ),
         supports_check_mode=True,
@@ -182,16 +190,10 @@ def main() -> None:
         )
         removals = removal_plan(p["catalog"], p["absent"], p["enabled"])
         commands = []
-        if p["verify_charts"] and releases:
+        if (p["verify_charts"] or p["render_charts"]) and releases:
             binary = p["binary_path"] or module.get_bin_path("helm", required=True)
             helm = HelmRelease(module.run_command, binary=binary, tmpdir=module.tmpdir)
-            for rel in releases:
-                source = chart_source(rel["chart"], rel["version"], repo_url=rel["repo_url"], chart_path=rel["chart_path"])
-                # One read per chart proves it is there: the CRDs when they are wanted, else the metadata.
-                if rel["crds"]:
-                    rel["crd_manifest"] = helm.chart_crds(source)
-                else:
-                    helm.verify_chart(source)
+            check_charts(helm, releases, verify=p["verify_charts"], render=p["render_charts"])
             commands = helm.commands
     except (CatalogError, HelmError) as exc:
         module.fail_json(msg=str(exc), cmd=getattr(exc, "argv", None))

@@ -94,6 +94,12 @@ options:
     description: Roll back a failed upgrade (C(--rollback-on-failure) on Helm 4, C(--atomic) on Helm 3).
     type: bool
     default: false
+  no_hooks:
+    description:
+      - Do not run the chart's hooks (C(--no-hooks)) on install, upgrade and uninstall. A hook Job needs a node to
+        run on; without one (nodes not joined yet) helm would wait for it until I(timeout).
+    type: bool
+    default: false
   kubeconfig:
     description: Kubeconfig helm uses. Default is helm's own (C(KUBECONFIG), C(~/.kube/config)).
     type: path
@@ -164,12 +170,19 @@ chart_changed:
   description: The deployed release runs another chart version than the desired one.
   returned: always
   type: bool
+seconds:
+  description: How long the module took (compare, then install, upgrade or uninstall), in seconds.
+  returned: always
+  type: float
+  sample: 12.4
 commands:
   description: Every helm command run, as argv lists (values are passed in a temporary file).
   returned: always
   type: list
   elements: list
 """
+
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -201,6 +214,7 @@ def main() -> None:
             wait_for_jobs=dict(type="bool", default=False),
             timeout=dict(type="str", default="10m"),
             atomic=dict(type="bool", default=False),
+            no_hooks=dict(type="bool", default=False),
             kubeconfig=dict(type="path"),
             kube_context=dict(type="str"),
             binary_path=dict(type="path"),
@@ -212,6 +226,7 @@ def main() -> None:
     )
     p = module.params
     binary = p["binary_path"] or module.get_bin_path("helm", required=True)
+    started = time.monotonic()
     try:
         check_registry_mirror(p["image_registry_mirror"])
         source = None
@@ -222,6 +237,7 @@ def main() -> None:
             values=rewrite_registries(p["values"], p["image_registry_mirror"]),
             create_namespace=p["create_namespace"], skip_crds=p["skip_crds"], wait=p["wait"],
             wait_for_jobs=p["wait_for_jobs"], timeout=p["timeout"], atomic=p["atomic"],
+            no_hooks=p["no_hooks"],
         )
         helm = HelmRelease(module.run_command, binary=binary, kubeconfig=p["kubeconfig"],
                            kube_context=p["kube_context"], tmpdir=module.tmpdir)
@@ -229,7 +245,8 @@ def main() -> None:
     except HelmError as exc:
         module.fail_json(msg=exc.msg, cmd=exc.argv, rc=exc.rc, stderr=exc.stderr)
     out = dict(changed=result.changed, status=result.status, release=result.release, values_changed=result.values_changed,
-               manifest_changed=result.manifest_changed, chart_changed=result.chart_changed, commands=result.commands)
+               manifest_changed=result.manifest_changed, chart_changed=result.chart_changed, commands=result.commands,
+               seconds=round(time.monotonic() - started, 1))
     if module._diff and result.diff:
         out["diff"] = result.diff
     module.exit_json(**out)

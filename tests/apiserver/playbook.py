@@ -1,0 +1,77 @@
+"""Run the addons role (or one of its task files) with ansible-playbook on localhost, as a site would.
+
+The venv's helm and kubectl are on PATH, the collection resolves from this checkout, and
+the role's own variables are passed as extra vars (the precedence of group_vars over the
+role's defaults is the same).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = ROOT / ".venv" / "bin"
+SAMPLE_ADDONS = ROOT / "inventories" / "sample" / "group_vars" / "all" / "addons.yml"
+
+
+@dataclass
+class Run:
+    proc: subprocess.CompletedProcess
+    results: dict
+
+    @property
+    def ok(self) -> bool:
+        return self.proc.returncode == 0
+
+    @property
+    def changed(self) -> int:
+        m = re.search(r"^localhost\s+:.*?changed=(\d+)", self.proc.stdout, re.MULTILINE)
+        assert m, self.proc.stdout[-3000:]
+        return int(m.group(1))
+
+    def tail(self, n: int = 6000) -> str:
+        return (self.proc.stdout + self.proc.stderr)[-n:]
+
+
+def sample_addon_vars() -> dict:
+    """What inventories/sample sets for the add-ons stage."""
+    return yaml.safe_load(SAMPLE_ADDONS.read_text())
+
+
+def run_role(tmp_path: Path, role_vars: dict, tasks_from: str = "main.yml", check: bool = False, diff: bool = False,
+             dump: str | None = None) -> Run:
+    """Play the addons role's TASKS_FROM on localhost; DUMP names a variable to write out as JSON."""
+    out = tmp_path / "dump.json"
+    if out.exists():
+        out.unlink()
+    tasks = [{"name": "Apply the addons role", "ansible.builtin.include_role": {
+        "name": "clusterdos.cluster.addons", "tasks_from": tasks_from, "public": True}}]
+    if dump:
+        tasks.append({"name": "Write out a value", "ansible.builtin.copy": {
+            "content": "{{ " + dump + " | to_json }}", "dest": str(out), "mode": "0600"}, "check_mode": False})
+    play = [{"name": "add-ons", "hosts": "localhost", "gather_facts": False, "tasks": tasks}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "vars.json").write_text(json.dumps(role_vars))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"),
+               ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+               PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"), "-e", f"@{tmp_path / 'vars.json'}",
+            str(tmp_path / "play.yml")]
+    if check:
+        argv.append("--check")
+    if diff:
+        argv.append("--diff")
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=1500)
+    results = json.loads(out.read_text()) if out.exists() else {}
+    return Run(proc, results)

@@ -1,0 +1,146 @@
+"""Every catalog entry against its real chart, and the add-on preflight's refusals (no API server).
+
+The charts are the catalog's pinned versions from ../shared/charts, served over HTTP on
+loopback as a site's chart mirror. Each entry is planned (addon_catalog.plan) and then
+read and rendered (helm.check_charts: ``helm show crds``/``show chart``, then ``helm
+template`` with the final values) exactly as the addon_plan module does, with the image
+registry mirror rewrite off and on. The preflight tests run the role's own
+``tasks_from: preflight.yml`` with ansible-playbook.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from playbook import ROOT, VENV_BIN, run_role, sample_addon_vars
+
+from ansible_collections.clusterdos.cluster.plugins.module_utils.addon_catalog import plan
+from ansible_collections.clusterdos.cluster.plugins.module_utils.helm import HelmRelease, check_charts
+
+CATALOG = yaml.safe_load((ROOT / "roles" / "addons" / "vars" / "catalog.yml").read_text())["__addons_catalog"]
+MIRROR = "registry.site.test:5000"
+# What the role derives for an entry from its own inputs when the test enables it alone.
+DERIVED = {"shared_path": {"nfs": {"server": "10.10.0.30", "path": "/srv/shared"}}}
+NODE_SELECTORS = {"gpu_nvidia": {"feature.node.kubernetes.io/pci-10de.present": "true"},
+                  "gpu_amd": {"feature.node.kubernetes.io/pci-1002.present": "true"},
+                  "rdma": {"feature.node.kubernetes.io/pci-15b3.present": "true"}}
+# The mpi-operator chart is a wrapper around upstream's single manifest, which hard-codes its
+# image and offers no values (../shared/charts/SOURCES.md): a mirrored site re-tags that image
+# in the chart it packages. Every other entry must point every container at the mirror.
+IMAGES_NOT_IN_VALUES = {"mpi_operator": {"mpioperator/mpi-operator:0.6.0"}}
+
+
+def _with_dependencies(name: str) -> list[str]:
+    todo, seen = [name], set()
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo += CATALOG[n].get("depends_on") or []
+    return sorted(seen)
+
+
+def _images(obj):
+    """Every container image in a rendered object (pods, pod templates, anything with containers)."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key in ("containers", "initContainers", "ephemeralContainers") and isinstance(value, list):
+                yield from (c["image"] for c in value if isinstance(c, dict) and isinstance(c.get("image"), str))
+            yield from _images(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from _images(value)
+
+
+def _run(argv):
+    import subprocess
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_catalog_has_the_twenty_shared_charts():
+    index = yaml.safe_load((ROOT.parent / "shared" / "charts" / "index.yaml").read_text())["entries"]
+    pinned = {(e["chart"], e["version"]) for e in CATALOG.values()}
+    published = {(chart, v["version"]) for chart, versions in index.items() for v in versions}
+    assert len(CATALOG) == 20
+    assert pinned <= published, sorted(pinned - published)
+
+
+@pytest.mark.parametrize("registry_mirror", ["", MIRROR], ids=["upstream-images", "image-mirror"])
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_catalog_entry_renders_with_its_real_chart(name, registry_mirror, chart_repo, tmp_path):
+    releases = plan(CATALOG, _with_dependencies(name), derived=DERIVED, chart_mirror=chart_repo,
+                    registry_mirror=registry_mirror, node_selectors=NODE_SELECTORS)
+    release = next(r for r in releases if r["name"] == name)
+    helm = HelmRelease(_run, binary=str(VENV_BIN / "helm"), tmpdir=str(tmp_path))
+    check_charts(helm, [release], verify=True, render=False)
+    rendered = helm.render(release["release"], release["namespace"],
+                           _source(release), release["release_values"])
+    docs = [d for d in yaml.safe_load_all(rendered) if d]
+    assert docs, f"{name}: the chart rendered no objects"
+    assert all(d.get("kind") and d.get("apiVersion") for d in docs)
+    if release["crds"]:
+        assert "crd_manifest" in release
+    images = set(_images(docs))
+    if registry_mirror:
+        off_mirror = {i for i in images if not i.startswith(MIRROR + "/")} - IMAGES_NOT_IN_VALUES.get(name, set())
+        assert not off_mirror, f"{name}: containers still pull from upstream with an image mirror: {sorted(off_mirror)}"
+    else:
+        assert not any(MIRROR in i for i in images)
+
+
+def _source(release):
+    from ansible_collections.clusterdos.cluster.plugins.module_utils.helm import chart_source
+    return chart_source(release["chart"], release["version"], repo_url=release["repo_url"], chart_path=release["chart_path"])
+
+
+def _preflight_vars(chart_repo: str, **extra) -> dict:
+    return {**sample_addon_vars(), "addons_chart_mirror": chart_repo, "addons_helm_binary": str(VENV_BIN / "helm"), **extra}
+
+
+@pytest.mark.parametrize("registry_mirror", ["", MIRROR], ids=["upstream-images", "image-mirror"])
+def test_sample_inventory_passes_the_preflight_with_real_charts(registry_mirror, chart_repo, tmp_path):
+    """The sample inventory's add-ons, through the role's preflight: every chart read and rendered."""
+    run = run_role(tmp_path, _preflight_vars(chart_repo, addons_image_registry_mirror=registry_mirror),
+                   tasks_from="preflight.yml", dump="__addons_plan")
+    assert run.ok, run.tail()
+    enabled = sample_addon_vars()["addons_enabled"]
+    assert sorted(run.results["order"]) == sorted(enabled)
+    templates = [c for c in run.results["commands"] if c[1] == "template"]
+    assert len(templates) == len(enabled)
+    assert all("--repo" in c and chart_repo in c for c in templates)
+    values = {r["name"]: r["release_values"] for r in run.results["releases"]}
+    assert values["shared_path"]["nfs"]["server"] == "10.10.0.30"
+    assert values["gpu_operator"]["driver"]["enabled"] is False
+    # The catalog's image_values (under a mirror only) name the registry, rewritten to the mirror.
+    assert values["gpu_operator"]["driver"].get("repository") == (f"{MIRROR}/nvidia" if registry_mirror else None)
+
+
+# Bad input: each is refused by the preflight (no API server anywhere), with what to fix.
+BAD_INPUT = {
+    "chart-version-not-in-repository": (
+        {"addons_catalog_overrides": {"sealed_secrets": {"version": "2.17.99"}}},
+        "sealed_secrets: chart sealed-secrets version 2.17.99 cannot be read from"),
+    "values-the-schema-refuses": (
+        {"addons_values": {"cert_manager": {"replicaCount": "two"}}},
+        "cert_manager: chart cert-manager version v1.19.1 refuses the values of release cert-manager"),
+    "values-a-template-refuses": (
+        {"addons_values": {"monitoring": {"grafana": {"dashboards": {"gpu": {"x": {"gnetId": 1}}}}}}},
+        "It is not possible to use both"),
+    "dependency-missing": (
+        {"addons_enabled": ["kueue"]},
+        "kueue is enabled but depends on ['cert_manager'], which is not: enable cert_manager too"),
+    "storage-class-name-used-twice": (
+        {"addons_values": {"local_path": {"storageClass": {"name": "shared-path"}}}},
+        "storage class name(s) used more than once: shared-path (by local_path, shared_path)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUT))
+def test_preflight_refuses_bad_input_without_a_cluster(case, chart_repo, tmp_path):
+    extra, message = BAD_INPUT[case]
+    run = run_role(tmp_path, _preflight_vars(chart_repo, **extra), tasks_from="preflight.yml", dump="__addons_plan")
+    assert not run.ok and run.results == {}, run.tail()
+    assert message in run.proc.stdout, run.tail()
+    if case == "values-the-schema-refuses":
+        assert "replicaCount" in run.proc.stdout
