@@ -187,4 +187,3 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_unreachable(self, result: Any) -> None:
         self._record(result, "unreachable")
-
