@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Run playbooks/site.yml against every bad inventory here and count the refusals.
+
+Each kind is a directory with hosts.yml (and maybe group_vars/) and expect.txt (lines
+that must all appear in the output: the message names the variable, value and fix).
+Every host in these inventories points at 127.0.0.1 port 1, where nothing listens, so
+any contact with a host shows as UNREACHABLE: a kind counts as "refused before any
+change" only when site.yml failed, no host was contacted (no host is unreachable: tasks
+delegated to the controller never connect) and every expected line is in the output.
+
+  tests/playbooks/bad_inventories/run.py                 this checkout
+  tests/playbooks/bad_inventories/run.py --root DIR      another checkout (e.g. an older commit)
+  tests/playbooks/bad_inventories/run.py KIND...         only these kinds
+Exit status 0 when every kind is refused before any change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
+
+
+def kinds(names: list[str] | None = None) -> list[Path]:
+    found = sorted(p for p in HERE.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")) and (p / "hosts.yml").exists())
+    return [p for p in found if not names or p.name in names]
+
+
+def ansible_env(root: Path) -> dict[str, str]:
+    venv = ROOT / ".venv" / "bin"
+    return dict(os.environ, ANSIBLE_CONFIG=str(root / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", NO_COLOR="1",
+                ANSIBLE_TIMEOUT="5", ANSIBLE_SSH_RETRIES="0", ANSIBLE_RETRY_FILES_ENABLED="0",
+                ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"),
+                PATH=f"{venv}:{os.environ.get('PATH', '')}")
+
+
+def run_kind(kind: Path, root: Path, playbook: str = "site.yml") -> dict:
+    start = time.monotonic()
+    proc = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(kind / "hosts.yml"),
+                           str(root / "playbooks" / playbook)],
+                          capture_output=True, text=True, env=ansible_env(root), check=False, timeout=600)
+    out = proc.stdout + proc.stderr
+    flat = " ".join(out.split())
+    # Tasks delegated to the controller show in the recap under the host's name without
+    # contacting it; a connection attempt shows as unreachable (nothing listens there).
+    contacted = sorted({m.group(1) for m in RECAP.finditer(proc.stdout) if int(m.group(4))})
+    if "UNREACHABLE!" in out:
+        contacted = contacted or ["(unreachable)"]
+    expect = [line.strip() for line in (kind / "expect.txt").read_text().splitlines() if line.strip()] \
+        if (kind / "expect.txt").exists() else []
+    missing = [e for e in expect if " ".join(e.split()) not in flat]
+    if proc.returncode == 0:
+        verdict = "APPLIED"          # nothing refused it
+    elif contacted:
+        verdict = "LATE"             # refused only after hosts were contacted (and maybe changed)
+    elif missing:
+        verdict = "WRONG-REASON"     # refused before contact, but not for this mistake
+    else:
+        verdict = "REFUSED"
+    errors = [line for line in out.splitlines() if line.startswith("[ERROR]")]
+    return {"kind": kind.name, "verdict": verdict, "seconds": round(time.monotonic() - start, 1), "rc": proc.returncode,
+            "contacted": contacted, "missing": missing, "error": errors[0][:300] if errors else "", "output": out}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kinds", nargs="*")
+    parser.add_argument("--root", type=Path, default=ROOT, help="checkout whose playbooks run (default: this one)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("-v", "--verbose", action="store_true", help="print the output of kinds not refused")
+    args = parser.parse_args()
+    todo = kinds(args.kinds)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(lambda k: run_kind(k, args.root.resolve()), todo))
+    for r in results:
+        detail = (f"contacted {', '.join(r['contacted'])}" if r["contacted"] else
+                  f"missing {r['missing']}" if r["missing"] else "")
+        print(f"{r['verdict']:<13} {r['kind']:<40} {r['seconds']:>5}s {detail}")
+        if r["verdict"] != "REFUSED" and args.verbose:
+            print(r["error"] or r["output"][-2000:])
+    refused = sum(r["verdict"] == "REFUSED" for r in results)
+    print(f"bad inventories: {len(results)} kinds, {refused} refused before any host was contacted, "
+          f"{sum(r['verdict'] == 'LATE' for r in results)} refused only after contacting hosts, "
+          f"{sum(r['verdict'] == 'APPLIED' for r in results)} applied, "
+          f"{sum(r['verdict'] == 'WRONG-REASON' for r in results)} refused for another reason")
+    return 0 if refused == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
