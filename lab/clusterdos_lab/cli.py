@@ -3,6 +3,7 @@
     clusterdos-lab up --hosts 3                 three hosts in group "lab"
     clusterdos-lab up --layout site             the sample GPU-cluster shape
     clusterdos-lab status | inventory | ssh HOST [CMD...] | down [--purge]
+    clusterdos-lab k8s-mirror --from ../shared/k8s   a Kubernetes site mirror (air-gapped)
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from pathlib import Path
 
 import yaml
 
-from . import firewall, image, inventory, podman, proxy, qemu
-from .spec import STATE_ROOT, HostSpec, LabSpec, build_spec, validate
+from . import firewall, image, inventory, k8s_mirror, podman, proxy, qemu
+from .spec import CACHE_ROOT, STATE_ROOT, HostSpec, LabSpec, build_spec, validate
 from .util import LabError, log, mem_available_mib, require_root, require_tools, run, step
 
 # Generous: on a loaded 2-core machine systemd in a container can take a minute to boot.
@@ -196,6 +197,17 @@ def cmd_ssh(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
+def cmd_k8s_mirror(args: argparse.Namespace) -> int:
+    out = Path(args.out) if args.out else CACHE_ROOT / "k8s-mirror"
+    kubectl = Path(args.kubectl) if args.kubectl else None
+    if kubectl is not None and not kubectl.is_file():
+        raise LabError(f"--kubectl {kubectl}: no such file")
+    with step(f"k8s mirror from {args.source}"):
+        listing = k8s_mirror.build(Path(args.source), out, kubectl)
+    print(listing)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--name", default=os.environ.get("CLUSTERDOS_LAB_NAME", "lab"),
@@ -218,6 +230,11 @@ def parser() -> argparse.ArgumentParser:
     status.add_argument("--name", help="one lab (default: all)")
     status.set_defaults(func=cmd_status)
     sub.add_parser("inventory", parents=[common], help="print the inventory path").set_defaults(func=cmd_inventory)
+    mirror = sub.add_parser("k8s-mirror", help="a Kubernetes site mirror (binaries, image archives) from server binaries")
+    mirror.add_argument("--from", dest="source", required=True, help="directory of NAME.xz binaries with a README of checksums")
+    mirror.add_argument("--out", help="mirror directory (default: the lab cache's k8s-mirror)")
+    mirror.add_argument("--kubectl", help="a kubectl binary to put beside kubeadm and kubelet")
+    mirror.set_defaults(func=cmd_k8s_mirror)
     ssh = sub.add_parser("ssh", parents=[common], help="ssh to a lab host")
     ssh.add_argument("host")
     ssh.add_argument("command", nargs=argparse.REMAINDER)

@@ -25,7 +25,7 @@ PACKAGES = [
     "sudo", "iproute2", "kmod", "iputils-ping", "procps", "ca-certificates",
 ]
 # Bump when the customisation below changes: it is part of the cache key.
-RECIPE_VERSION = "6"
+RECIPE_VERSION = "7"
 
 # Runs before anything else in a container host: kernel.*, vm.* and fs.* in /proc/sys are
 # this machine's own (only net.* is per network namespace), so they are made read-only.
@@ -36,6 +36,15 @@ for d in kernel vm fs; do
     mountpoint -q /proc/sys/$d && continue
     mount --bind /proc/sys/$d /proc/sys/$d
     mount -o remount,bind,ro /proc/sys/$d
+done
+# kubelet opens these for writing at start and stops on a read-only file: give it
+# private files with the machine's current values (its writes land there, not here).
+mkdir -p /run/clusterdos-lab/sysctl
+for key in vm/overcommit_memory kernel/panic kernel/panic_on_oops; do
+    file=/run/clusterdos-lab/sysctl/$(echo "$key" | tr / .)
+    mountpoint -q /proc/sys/$key && continue
+    cat /proc/sys/$key > "$file"
+    mount --bind "$file" /proc/sys/$key
 done
 """
 

@@ -222,6 +222,99 @@ def cidr_overlaps(networks: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def bad_image_archives(entries: Iterable[Any]) -> list[dict[str, Any]]:
+    """Entries of containerd_image_archives that are not {file, sha256, images}."""
+    bad = []
+    for entry in entries or []:
+        ok = (isinstance(entry, Mapping)
+              and isinstance(entry.get("file"), str) and entry["file"] and "/" not in entry["file"]
+              and isinstance(entry.get("sha256"), str) and _SHA256.match(entry["sha256"])
+              and isinstance(entry.get("images"), (list, tuple)) and len(entry["images"]) > 0
+              and all(isinstance(i, str) and i for i in entry["images"]))
+        if not ok:
+            bad.append(dict(entry) if isinstance(entry, Mapping) else {"file": str(entry)})
+    return bad
+
+
+def image_archives_to_load(entries: Iterable[Mapping[str, Any]], present: Iterable[str]) -> list[Mapping[str, Any]]:
+    """The image archive entries ({file, sha256, images}) with an image not in `present`
+    (the references `ctr images list --quiet` prints)."""
+    have = set(present or [])
+    return [e for e in entries or [] if any(ref not in have for ref in e.get("images") or [])]
+
+
+def archive_mismatches(results: Iterable[Mapping[str, Any]]) -> list[str]:
+    """From a looped stat (checksum_algorithm sha256) over {file, sha256} items: the
+    archives missing, not regular files, or whose sha256 differs, one line each."""
+    out = []
+    for res in results or []:
+        item = res.get("item") or {}
+        stat = res.get("stat") or {}
+        name = item.get("file", "?")
+        if not stat.get("exists"):
+            out.append(f"{name}: missing")
+        elif not stat.get("isreg"):
+            out.append(f"{name}: not a regular file")
+        elif stat.get("checksum") != item.get("sha256"):
+            out.append(f"{name}: sha256 {stat.get('checksum')} (expected {item.get('sha256')})")
+    return out
+
+
+def kube_binary_version_mismatches(results: Iterable[Mapping[str, Any]], version: Any) -> list[str]:
+    """From a looped command over {name, args} items (kubeadm version -o short, kubelet
+    --version, kubectl version --client -o json): one line per binary that does not
+    report `version` (kubectl: not within one minor), or that could not run."""
+    want = _parse_version(version)
+    out = []
+    for res in results or []:
+        name = (res.get("item") or {}).get("name", "?")
+        text = (res.get("stdout") or "").strip()
+        if res.get("rc") != 0:
+            detail = (res.get("stderr") or res.get("msg") or "").strip().splitlines()
+            out.append(f"{name} did not run ({detail[-1] if detail else 'rc ' + str(res.get('rc'))})")
+            continue
+        if name == "kubectl":
+            try:
+                text = json.loads(text).get("clientVersion", {}).get("gitVersion", "")
+            except ValueError:
+                text = ""
+        found = text.split()[-1] if text else ""
+        try:
+            got = _parse_version(found)
+        except AnsibleFilterError:
+            out.append(f"{name} reports {text!r}, no version")
+            continue
+        if name == "kubectl":
+            if got[0] != want[0] or abs(got[1] - want[1]) > 1:
+                out.append(f"kubectl is {found}, more than one minor from v{version}")
+        elif got != want:
+            out.append(f"{name} is {found}, not v{version}")
+    return out
+
+
+def kube_nodes_not_ready(items: Iterable[Mapping[str, Any]], names: Iterable[str]) -> list[str]:
+    """Of the wanted node names, those missing from the Node objects (`kubectl get nodes
+    -o json`'s items) or whose Ready condition is not True, as 'name (reason)'."""
+    state: dict[str, str] = {}
+    for node in items or []:
+        name = (node.get("metadata") or {}).get("name")
+        ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
+        if name:
+            state[name] = ready[0].get("status", "Unknown") if ready else "Unknown"
+            if ready and ready[0].get("status") != "True":
+                state[name] += f": {ready[0].get('message') or ready[0].get('reason') or ''}".rstrip(": ")
+    out = []
+    for name in names or []:
+        if name not in state:
+            out.append(f"{name} (not registered)")
+        elif state[name] != "True":
+            out.append(f"{name} (Ready {state[name]})")
+    return out
+
+
 class FilterModule:
     """clusterdos.cluster Kubernetes and containerd filters."""
 
@@ -234,4 +327,9 @@ class FilterModule:
             "kube_minor_skew": kube_minor_skew,
             "kube_version_in_range": kube_version_in_range,
             "cidr_overlaps": cidr_overlaps,
+            "bad_image_archives": bad_image_archives,
+            "archive_mismatches": archive_mismatches,
+            "image_archives_to_load": image_archives_to_load,
+            "kube_binary_version_mismatches": kube_binary_version_mismatches,
+            "kube_nodes_not_ready": kube_nodes_not_ready,
         }

@@ -306,7 +306,10 @@ def check_control_plane(ctx: KubeContext) -> str:
     if res.rc != 0 or failing:
         raise CheckFailed("API server not ready: %s" % (", ".join(failing) or res.reason()))
     if not any(line.strip().startswith("[+]etcd") for line in res.out.splitlines()):
-        raise CheckFailed("the API server's readyz does not report etcd")
+        # Kubernetes 1.36 lists etcd only under /livez (readyz has etcd-readiness, or nothing).
+        live = ctx.kubectl_run("get", "--raw", "/livez?verbose")
+        if live.rc != 0 or not any(line.strip().startswith("[+]etcd") for line in live.out.splitlines()):
+            raise CheckFailed("the API server reports no healthy etcd in readyz or livez")
     pods = ctx.get("pods", namespace="kube-system", selector="tier=control-plane")
     bad = [p["metadata"]["name"] for p in pods if not pod_ready(p)]
     if bad:

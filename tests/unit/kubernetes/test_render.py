@@ -1,7 +1,7 @@
 """The kubeadm documents the kubernetes_cluster role builds, rendered by Ansible on the
 controller from a three-control-plane inventory and checked against kubeadm v1beta4's
-fields and value types. kubeadm itself cannot be had on this machine, so `kubeadm config
-validate` is not run here (see test_kubeadm_validates_the_rendered_config)."""
+fields and value types, then validated by the real kubeadm (shared/k8s) for its own
+Kubernetes version."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def rendered(tmp_path_factory):
     return {
         "init_text": init_text,
         "init": [d for d in yaml.safe_load_all(init_text) if d],
-        "join": {h: yaml.safe_load((tmp / f"{h}.join.yaml").read_text()) for h in ("cp2", "cp3", "gpu1", "gpu2")},
+        "join": {h: list(yaml.safe_load_all((tmp / f"{h}.join.yaml").read_text())) for h in ("cp2", "cp3", "gpu1", "gpu2")},
         "extra": yaml.safe_load((tmp / "cp1.extra.yaml").read_text()),
         "dir": tmp,
     }
@@ -130,12 +130,43 @@ def test_kube_vip_manifest_and_cilium_values(rendered):
     assert "ipv4NativeRoutingCIDR" not in cilium
 
 
-@pytest.mark.skipif(shutil.which("kubeadm") is None,
-                    reason="no kubeadm binary on this machine (pkgs.k8s.io and dl.k8s.io unreachable); "
-                           "runs where one is on PATH")
-def test_kubeadm_validates_the_rendered_config(rendered):
+SHARED_KUBEADM = ROOT.parent / "shared" / "k8s" / "kubeadm.xz"
+
+
+@pytest.fixture(scope="module")
+def kubeadm_binary(tmp_path_factory):
+    """The real kubeadm: shared/k8s's (decompressed here), else one on PATH."""
+    import lzma
+
+    if SHARED_KUBEADM.exists():
+        out = tmp_path_factory.mktemp("kubeadm") / "kubeadm"
+        with lzma.open(SHARED_KUBEADM) as fin, out.open("wb") as fout:
+            shutil.copyfileobj(fin, fout)
+        out.chmod(0o755)
+        return str(out)
+    found = shutil.which("kubeadm")
+    if found is None:
+        pytest.skip("no kubeadm: neither ../shared/k8s/kubeadm.xz nor one on PATH")
+    return found
+
+
+def test_kubeadm_validates_the_rendered_config(kubeadm_binary, tmp_path_factory):
+    """Render for the version of the kubeadm under test (kubeadm refuses a control plane
+    more than one minor older than itself), then `kubeadm config validate` every file:
+    the init documents and each node's join document."""
     import subprocess
 
-    result = subprocess.run(["kubeadm", "config", "validate", "--config", str(rendered["dir"] / "cp1" / "kubeadm-init.yaml")],
-                            capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
+    from .conftest import run_playbook
+
+    version = subprocess.run([kubeadm_binary, "version", "-o", "short"], capture_output=True, text=True,
+                             check=True).stdout.strip().lstrip("v")
+    tmp = tmp_path_factory.mktemp("render-real")
+    inv = inventory(clusterdos_kubernetes_version=version, kubernetes_cluster_fail_cgroup_v1=False)
+    result = run_playbook(RENDER, inv, tmp, "-e", f"out_dir={tmp}")
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    files = [tmp / "cp1" / "kubeadm-init.yaml"] + sorted(tmp.glob("*.join.yaml"))
+    assert len(files) == 6  # init, and a join file per node (cp1..cp3, gpu1, gpu2)
+    for path in files:
+        check = subprocess.run([kubeadm_binary, "config", "validate", "--config", str(path)],
+                               capture_output=True, text=True, check=False)
+        assert check.returncode == 0, f"{path.name}: {check.stderr}"

@@ -50,7 +50,7 @@ SCHEMAS = {("kubeadm.k8s.io/v1beta4", "InitConfiguration"): INIT,
 # kubelet.config.k8s.io/v1beta1 fields this collection sets (all exist since 1.31).
 KUBELET_FIELDS = {"apiVersion", "kind", "cgroupDriver", "failCgroupV1", "maxPods", "systemReserved", "kubeReserved",
                   "evictionHard", "enforceNodeAllocatable", "serverTLSBootstrap", "rotateCertificates",
-                  "containerRuntimeEndpoint"}
+                  "containerRuntimeEndpoint", "resolvConf"}
 TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
 
 

@@ -9,9 +9,14 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.clusterdos.cluster.plugins.filter.kubernetes import (
+    archive_mismatches,
+    bad_image_archives,
+    image_archives_to_load,
     cidr_overlaps,
+    kube_binary_version_mismatches,
     kube_minor,
     kube_minor_skew,
+    kube_nodes_not_ready,
     kube_taints,
     kube_version_in_range,
     kubeadm_args,
@@ -101,3 +106,75 @@ def test_cidr_overlaps():
     assert cidr_overlaps({"pod": "10.244.0.0/33"}) == ["pod 10.244.0.0/33 is not a valid CIDR"]
     # Members of one named list are never compared with each other; empty values are skipped.
     assert cidr_overlaps({"nodes": ["10.0.0.1/32", "10.0.0.1/32"], "svc": ""}) == []
+
+
+# --- image archives, binary versions, node readiness ---------------------------------------
+
+GOOD_ARCHIVE = {"file": "pause.tar", "sha256": "a" * 64, "images": ["registry.k8s.io/pause:3.10.2"]}
+
+
+@pytest.mark.parametrize("entry", [
+    {"file": "pause.tar", "sha256": "a" * 63, "images": ["x"]},          # short checksum
+    {"file": "pause.tar", "sha256": "A" * 64, "images": ["x"]},          # not lowercase hex
+    {"file": "../pause.tar", "sha256": "a" * 64, "images": ["x"]},       # a path, not a name
+    {"file": "pause.tar", "sha256": "a" * 64, "images": []},             # lists nothing
+    {"file": "pause.tar", "sha256": "a" * 64, "images": "registry.k8s.io/pause:3.10.2"},  # a string
+    {"sha256": "a" * 64, "images": ["x"]},                               # no file
+    "pause.tar",                                                         # not a mapping
+])
+def test_bad_image_archives_names_each_bad_entry(entry):
+    assert len(bad_image_archives([GOOD_ARCHIVE, entry])) == 1
+    assert bad_image_archives([GOOD_ARCHIVE]) == []
+
+
+def test_archive_mismatches_from_a_stat_loop():
+    results = [
+        {"item": GOOD_ARCHIVE, "stat": {"exists": True, "isreg": True, "checksum": "a" * 64}},
+        {"item": {"file": "etcd.tar", "sha256": "b" * 64}, "stat": {"exists": False}},
+        {"item": {"file": "dir.tar", "sha256": "b" * 64}, "stat": {"exists": True, "isreg": False}},
+        {"item": {"file": "kube-proxy.tar", "sha256": "b" * 64}, "stat": {"exists": True, "isreg": True, "checksum": "c" * 64}},
+    ]
+    assert archive_mismatches(results) == [
+        "etcd.tar: missing", "dir.tar: not a regular file",
+        f"kube-proxy.tar: sha256 {'c' * 64} (expected {'b' * 64})"]
+
+
+def _ran(name, stdout, rc=0, stderr=""):
+    return {"item": {"name": name}, "rc": rc, "stdout": stdout, "stderr": stderr}
+
+
+def test_binary_versions_match_exactly_and_kubectl_within_one_minor():
+    ok = [_ran("kubeadm", "v1.36.2"), _ran("kubelet", "Kubernetes v1.36.2"),
+          _ran("kubectl", '{"clientVersion": {"gitVersion": "v1.35.2"}}')]
+    assert kube_binary_version_mismatches(ok, "1.36.2") == []
+    bad = [_ran("kubeadm", "v1.36.1"), _ran("kubelet", "Kubernetes v1.35.2"),
+           _ran("kubectl", '{"clientVersion": {"gitVersion": "v1.34.0"}}')]
+    assert kube_binary_version_mismatches(bad, "1.36.2") == [
+        "kubeadm is v1.36.1, not v1.36.2", "kubelet is v1.35.2, not v1.36.2",
+        "kubectl is v1.34.0, more than one minor from v1.36.2"]
+
+
+def test_a_binary_that_cannot_run_is_named():
+    res = kube_binary_version_mismatches([_ran("kubeadm", "", rc=126, stderr="cannot execute binary file: Exec format error")],
+                                         "1.36.2")
+    assert res == ["kubeadm did not run (cannot execute binary file: Exec format error)"]
+    assert kube_binary_version_mismatches([_ran("kubelet", "hello")], "1.36.2") == ["kubelet reports 'hello', no version"]
+
+
+def _node(name, status, message=""):
+    return {"metadata": {"name": name},
+            "status": {"conditions": [{"type": "MemoryPressure", "status": "False"},
+                                      {"type": "Ready", "status": status, "message": message}]}}
+
+
+def test_nodes_not_ready_lists_missing_and_unready_nodes_only():
+    items = [_node("cp1", "True"), _node("w1", "False", "container runtime network not ready"), _node("extra", "False")]
+    assert kube_nodes_not_ready(items, ["cp1", "w1", "w2"]) == [
+        "w1 (Ready False: container runtime network not ready)", "w2 (not registered)"]
+    assert kube_nodes_not_ready(items, ["cp1"]) == []
+
+
+def test_image_archives_to_load_are_those_with_a_missing_image():
+    two = {"file": "two.tar", "sha256": "b" * 64, "images": ["a:1", "b:1"]}
+    assert image_archives_to_load([GOOD_ARCHIVE, two], ["registry.k8s.io/pause:3.10.2", "a:1"]) == [two]
+    assert image_archives_to_load([GOOD_ARCHIVE, two], ["registry.k8s.io/pause:3.10.2", "a:1", "b:1"]) == []
