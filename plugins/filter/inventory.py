@@ -330,6 +330,17 @@ def inventory_errors(hostvars: Mapping[str, Any], hosts: list[str]) -> list[str]
     return messages
 
 
+def variable_errors(values: Mapping[str, Any]) -> list[str]:
+    """Problems of effective values ({variable: value}) as a role is about to use them."""
+    known = _known_variables()
+    messages = []
+    for name, value in values.items():
+        option = known.get(name, {"type": "raw"})
+        shown = "(hidden)" if option.get("no_log") else _show(value)
+        messages.extend(f"{name} = {shown}: {problem}." for problem in _value_problems(name, value, option))
+    return messages
+
+
 # --------------------------------------------------------------------------- duplicate keys
 class _DuplicateKeyLoader(yaml.SafeLoader):
     """A YAML loader that records keys given twice in one mapping (YAML says last one wins)."""
@@ -405,4 +416,4 @@ class FilterModule:
 
     def filters(self) -> dict[str, Any]:
         return {"node_addresses": node_addresses, "inventory_errors": inventory_errors,
-                "duplicate_key_errors": duplicate_key_errors}
+                "duplicate_key_errors": duplicate_key_errors, "variable_errors": variable_errors}
