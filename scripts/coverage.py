@@ -159,7 +159,7 @@ def enumerate_tasks(root: Path = ROOT) -> List[Task]:
 
 # Records ------------------------------------------------------------------------------
 def load_records(records_dir: Path) -> Tuple[List[Dict[str, Any]], int]:
-    """Every record under RECORDS_DIR, and how many lines could not be read."""
+    """Every task record under RECORDS_DIR, and how many lines could not be read."""
     records, bad = [], 0
     for name in sorted(glob.glob(str(records_dir / "*.jsonl"))):
         with open(name, encoding="utf-8") as handle:
@@ -171,10 +171,11 @@ def load_records(records_dir: Path) -> Tuple[List[Dict[str, Any]], int]:
                 except ValueError:
                     bad += 1
                     continue
-                if isinstance(record, dict) and record.get("file") and record.get("line"):
-                    records.append(record)
-                else:
+                if not isinstance(record, dict) or "file" not in record or "line" not in record:
                     bad += 1
+                elif record["file"] and record["line"]:
+                    records.append(record)
+                # else: an ad-hoc command (`ansible HOST -m MODULE`): no task file, no task to count
     return records, bad
 
 
