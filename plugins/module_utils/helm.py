@@ -149,8 +149,9 @@ class HelmCli:
             raise ValueError(what)
         return [self.binary, "show", what] + source.args()
 
-    def template(self, name: str, namespace: str, source: ChartSource, values_file: str) -> t.List[str]:
-        return [self.binary, "template", name] + source.args() + ["--namespace", namespace, "--values", values_file]
+    def template(self, name: str, namespace: str, source: ChartSource, values_file: str, include_crds: bool = False) -> t.List[str]:
+        argv = [self.binary, "template", name] + source.args() + ["--namespace", namespace, "--values", values_file]
+        return argv + ["--include-crds"] if include_crds else argv
 
     def upgrade(self, name: str, namespace: str, source: ChartSource, values_file: str, *, dry_run: bool = False,
                 create_namespace: bool = True, skip_crds: bool = False, wait: bool = True, wait_for_jobs: bool = False,
@@ -346,24 +347,41 @@ class HelmRelease:
         return meta
 
     def chart_crds(self, source: ChartSource) -> str:
-        """The chart's crds/ directory as one YAML stream (empty when it has none); proves the chart is there too."""
+        """The chart's crds/ directory as one YAML stream (empty when it has none); proves the chart is there too.
+
+        Every sub-chart's crds/ is in it, enabled or not; ``release_crds`` gives those the values enable.
+        """
         return self._show("crds", source)
 
-    def render(self, name: str, namespace: str, source: ChartSource, values: t.Dict[str, t.Any]) -> str:
+    def release_crds(self, name: str, namespace: str, source: ChartSource, values: t.Dict[str, t.Any]) -> str:
+        """The CRDs helm would install from crds/ for these values (of the chart and of its enabled sub-charts).
+
+        A disabled sub-chart's CRDs are left out: the GPU operators' own Node Feature Discovery is off, and
+        its (older) CRDs must not replace those of the one shared NFD. CRDs a chart renders from templates/
+        are the release's own (helm upgrades those) and are left out too. Renders the chart, so values it
+        refuses raise here.
+        """
+        with_crds = self.render(name, namespace, source, values, include_crds=True)
+        templated = {_crd_name(doc) for doc in _DOC_SPLIT.split(self.render(name, namespace, source, values))} - {None}
+        return crds_only(with_crds, exclude=templated)
+
+    def render(self, name: str, namespace: str, source: ChartSource, values: t.Dict[str, t.Any], include_crds: bool = False) -> str:
         """``helm template`` with these values: the chart's schema and templates accept them, or this raises.
 
         No cluster is read (preflight runs before any change, with or without an API server).
         """
         values_file = self._values_file(values)
         try:
-            argv = self.connect().template(name, namespace, source, values_file)
+            argv = self.connect().template(name, namespace, source, values_file, include_crds=include_crds)
             self.commands.append(argv)
             rc, out, err = self._run(argv)
         finally:
             os.unlink(values_file)
         if rc != 0:
-            raise HelmError(f"chart {source.ref} version {source.version or '(from its path)'} refuses the values of release "
-                            f"{name}: {(err or out).strip()}", argv=argv, rc=rc, stderr=err)
+            where = source.repo_url or source.ref
+            raise HelmError(f"chart {source.ref} version {source.version or '(from its path)'} from {where} cannot be rendered "
+                            f"for release {name} (the version is not there, or the chart refuses the values): "
+                            f"{(err or out).strip()}", argv=argv, rc=rc, stderr=err)
         return out
 
     # -- the operation -----------------------------------------------------------------
@@ -450,18 +468,41 @@ def check_charts(helm: HelmRelease, releases: t.List[t.Dict[str, t.Any]], verify
     for rel in releases:
         source = chart_source(rel["chart"], rel["version"], repo_url=rel["repo_url"], chart_path=rel["chart_path"])
         try:
+            if rel["crds"]:
+                # One render reads the chart, checks the values and gives the CRDs of what they enable.
+                rel["crd_manifest"] = helm.release_crds(rel["release"], rel["namespace"], source, rel["release_values"])
+                continue
             if verify:
-                # One read per chart proves it is there: the CRDs when they are wanted, else the metadata.
-                if rel["crds"]:
-                    rel["crd_manifest"] = helm.chart_crds(source)
-                else:
-                    helm.verify_chart(source)
+                helm.verify_chart(source)
             if render:
                 helm.render(rel["release"], rel["namespace"], source, rel["release_values"])
         except HelmError as exc:
             problems.append(f"{rel['name']}: {exc.msg}")
     if problems:
         raise HelmError("; ".join(problems))
+
+
+_CRD_KIND = re.compile(r"^kind:\s*[\"']?CustomResourceDefinition[\"']?\s*$", re.MULTILINE)
+_METADATA_NAME = re.compile(r"^metadata:\s*\n(?:[ \t]+.*\n|\s*\n)*?[ \t]+name:\s*[\"']?([^\s\"']+)", re.MULTILINE)
+
+
+def _crd_name(doc: str) -> t.Optional[str]:
+    """metadata.name of a CustomResourceDefinition document, None for any other document."""
+    if not _CRD_KIND.search(doc):
+        return None
+    m = _METADATA_NAME.search(doc + "\n")
+    return m.group(1) if m else None
+
+
+def crds_only(rendered: str, exclude: t.Iterable[str] = ()) -> str:
+    """The CustomResourceDefinition documents of a rendered stream, but those named in ``exclude``, as one stream."""
+    skip = set(exclude)
+    docs = []
+    for doc in _DOC_SPLIT.split(rendered or ""):
+        name = _crd_name(doc)
+        if name and name not in skip:
+            docs.append(_SOURCE_COMMENT.sub("", doc).strip())
+    return "\n---\n".join(docs) + ("\n" if docs else "")
 
 
 def _chart_id(release: t.Dict[str, t.Any]) -> t.Optional[str]:

@@ -28,6 +28,12 @@ NODE_SELECTORS = {"gpu_nvidia": {"feature.node.kubernetes.io/pci-10de.present": 
 # image and offers no values (../shared/charts/SOURCES.md): a mirrored site re-tags that image
 # in the chart it packages. Every other entry must point every container at the mirror.
 IMAGES_NOT_IN_VALUES = {"mpi_operator": {"mpioperator/mpi-operator:0.6.0"}}
+# Rendered charts are megabytes of YAML (CRDs, dashboards): libyaml's loader when there is one.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _load_all(text: str) -> list:
+    return [d for d in yaml.load_all(text, Loader=_LOADER) if d]
 
 
 def _with_dependencies(name: str) -> list[str]:
@@ -73,20 +79,33 @@ def test_catalog_entry_renders_with_its_real_chart(name, registry_mirror, chart_
                     registry_mirror=registry_mirror, node_selectors=NODE_SELECTORS)
     release = next(r for r in releases if r["name"] == name)
     helm = HelmRelease(_run, binary=str(VENV_BIN / "helm"), tmpdir=str(tmp_path))
-    check_charts(helm, [release], verify=True, render=False)
-    rendered = helm.render(release["release"], release["namespace"],
-                           _source(release), release["release_values"])
-    docs = [d for d in yaml.safe_load_all(rendered) if d]
-    assert docs, f"{name}: the chart rendered no objects"
-    assert all(d.get("kind") and d.get("apiVersion") for d in docs)
-    if release["crds"]:
-        assert "crd_manifest" in release
-    images = set(_images(docs))
+    # What addon_plan runs: the chart read and rendered with these values (or this raises).
+    check_charts(helm, [release], verify=True, render=True)
+    rendered = helm.render(release["release"], release["namespace"], _source(release), release["release_values"],
+                           include_crds=True)
+    all_docs = _load_all(rendered)
+    assert all(d.get("kind") and d.get("apiVersion") for d in all_docs)
+    images = set(_images(all_docs))
     if registry_mirror:
         off_mirror = {i for i in images if not i.startswith(MIRROR + "/")} - IMAGES_NOT_IN_VALUES.get(name, set())
         assert not off_mirror, f"{name}: containers still pull from upstream with an image mirror: {sorted(off_mirror)}"
-    else:
-        assert not any(MIRROR in i for i in images)
+        return
+    assert not any(MIRROR in i for i in images)
+    docs = _load_all(helm.render(release["release"], release["namespace"], _source(release), release["release_values"]))
+    assert docs, f"{name}: the chart rendered no objects"
+    # CRDs in crds/ (of the chart or a sub-chart these values enable): helm installs those once and
+    # never upgrades them, so the entry must let the role apply them (crds: true).
+    templated = {d["metadata"]["name"] for d in docs if d["kind"] == "CustomResourceDefinition"}
+    crds = [d for d in all_docs if d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] not in templated]
+    assert all(d["kind"] == "CustomResourceDefinition" for d in crds)
+    assert release["crds"] == bool(crds), f"{name}: crds is {release['crds']} but the chart has {len(crds)} CRD(s) in crds/"
+    if release["crds"]:
+        assert [d["metadata"]["name"] for d in _load_all(release["crd_manifest"])] == \
+            [d["metadata"]["name"] for d in crds]
+    # One Node Feature Discovery: only its own entry brings NFD's CRDs (the operators' copies are off,
+    # and the AMD operator's is an older NFD that must not replace them).
+    nfd_crds = {d["metadata"]["name"] for d in crds if d["metadata"]["name"].endswith(".nfd.k8s-sigs.io")}
+    assert bool(nfd_crds) == (name == "node_feature_discovery"), (name, nfd_crds)
 
 
 def _source(release):
@@ -107,7 +126,8 @@ def test_sample_inventory_passes_the_preflight_with_real_charts(registry_mirror,
     enabled = sample_addon_vars()["addons_enabled"]
     assert sorted(run.results["order"]) == sorted(enabled)
     templates = [c for c in run.results["commands"] if c[1] == "template"]
-    assert len(templates) == len(enabled)
+    releases = {r["release"] for r in run.results["releases"]}
+    assert {c[2] for c in templates} == releases and len(releases) == len(enabled)
     assert all("--repo" in c and chart_repo in c for c in templates)
     values = {r["name"]: r["release_values"] for r in run.results["releases"]}
     assert values["shared_path"]["nfs"]["server"] == "10.10.0.30"
@@ -119,19 +139,24 @@ def test_sample_inventory_passes_the_preflight_with_real_charts(registry_mirror,
 # Bad input: each is refused by the preflight (no API server anywhere), with what to fix.
 BAD_INPUT = {
     "chart-version-not-in-repository": (
-        {"addons_catalog_overrides": {"sealed_secrets": {"version": "2.17.99"}}},
-        "sealed_secrets: chart sealed-secrets version 2.17.99 cannot be read from"),
+        {"addons_enabled": ["metrics_server"], "addons_catalog_overrides": {"metrics_server": {"version": "3.13.99"}}},
+        "metrics_server: chart metrics-server version 3.13.99 cannot be read from"),
+    "chart-version-not-in-repository-crds": (
+        {"addons_enabled": ["sealed_secrets"], "addons_catalog_overrides": {"sealed_secrets": {"version": "2.17.99"}}},
+        "sealed_secrets: chart sealed-secrets version 2.17.99 from http://127.0.0.1:"),
     "values-the-schema-refuses": (
-        {"addons_values": {"cert_manager": {"replicaCount": "two"}}},
-        "cert_manager: chart cert-manager version v1.19.1 refuses the values of release cert-manager"),
+        {"addons_enabled": ["cert_manager"], "addons_values": {"cert_manager": {"replicaCount": "two"}}},
+        "cert_manager: chart cert-manager version v1.19.1 from http://127.0.0.1:"),
     "values-a-template-refuses": (
-        {"addons_values": {"monitoring": {"grafana": {"dashboards": {"gpu": {"x": {"gnetId": 1}}}}}}},
+        {"addons_enabled": ["kube_state_metrics", "monitoring"],
+         "addons_values": {"monitoring": {"grafana": {"dashboards": {"gpu": {"x": {"gnetId": 1}}}}}}},
         "It is not possible to use both"),
     "dependency-missing": (
         {"addons_enabled": ["kueue"]},
         "kueue is enabled but depends on ['cert_manager'], which is not: enable cert_manager too"),
     "storage-class-name-used-twice": (
-        {"addons_values": {"local_path": {"storageClass": {"name": "shared-path"}}}},
+        {"addons_enabled": ["local_path", "shared_path"],
+         "addons_values": {"local_path": {"storageClass": {"name": "shared-path"}}}},
         "storage class name(s) used more than once: shared-path (by local_path, shared_path)"),
 }
 
