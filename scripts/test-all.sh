@@ -47,7 +47,7 @@ stage argument-specs python3 scripts/check_argument_specs.py
 stage role-docs python3 scripts/role_docs.py --check
 stage sanity scripts/sanity.sh
 stage unit pytest -q tests/unit tests/playbooks
-stage bad-inventories python3 tests/playbooks/bad_inventories/run.py
+stage bad-inventories python3 tests/playbooks/bad_inventories/run.py --lab pf-bad
 stage apiserver pytest -q tests/apiserver
 stage lab pytest -q tests/lab
 for s in $scenarios; do

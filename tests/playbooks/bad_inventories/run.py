@@ -177,7 +177,9 @@ def main() -> int:
         if r["verdict"] != "REFUSED" and args.verbose:
             print(r["error"] or r["output"][-2000:])
     refused = sum(r["verdict"] == "REFUSED" for r in results)
-    print(f"bad inventories: {len(results)} kinds, {refused} refused before any host was contacted, "
+    on_lab = sum(r["kind"].startswith("lab:") and r["verdict"] == "REFUSED" for r in results)
+    print(f"bad inventories: {len(results)} kinds, {refused} refused before any change "
+          f"({refused - on_lab} with no host contacted, {on_lab} on lab hosts left unchanged), "
           f"{sum(r['verdict'] == 'LATE' for r in results)} refused only after contacting hosts, "
           f"{sum(r['verdict'] == 'APPLIED' for r in results)} applied, "
           f"{sum(r['verdict'] == 'WRONG-REASON' for r in results)} refused for another reason")
