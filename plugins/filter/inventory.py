@@ -301,8 +301,8 @@ def _host_problems(hv: Mapping[str, Any], known: Mapping[str, Mapping[str, Any]]
     # through a proxy or mirror (no direct Internet): chrony would fall back to the public
     # pool.ntp.org, which such hosts cannot reach, and time would silently never sync.
     sync = hv["base_time_sync_enabled"] if "base_time_sync_enabled" in hv else True
-    offline = any(hv[n] for n in ("clusterdos_package_proxy", "base_package_proxy", "clusterdos_package_mirror",
-                                   "base_package_mirror") if n in hv and isinstance(hv[n], str))
+    sources = ("clusterdos_package_proxy", "base_package_proxy", "clusterdos_package_mirror", "base_package_mirror")
+    offline = any(hv[n] for n in sources if n in hv and isinstance(hv[n], str))
     if offline and str(sync).lower() in ("true", "yes") and _explicit(hv, "clusterdos_time_servers", "base_time_servers") \
             and not _explicit(hv, "clusterdos_time_pools", "base_time_pools"):
         servers = hv["base_time_servers"] if "base_time_servers" in hv else hv["clusterdos_time_servers"]
