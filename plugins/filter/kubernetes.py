@@ -315,6 +315,44 @@ def kube_nodes_not_ready(items: Iterable[Mapping[str, Any]], names: Iterable[str
     return out
 
 
+def _reported_version(res: Mapping[str, Any]) -> str:
+    """The version a probe (kubeadm version -o short, kubelet --version, kubectl version
+    --client -o json) printed, or '' when it did not run."""
+    if res.get("rc") != 0 or res.get("skipped"):
+        return ""
+    text = (res.get("stdout") or "").strip()
+    if (res.get("item") or {}).get("name") == "kubectl":
+        try:
+            text = json.loads(text).get("clientVersion", {}).get("gitVersion", "")
+        except ValueError:
+            return ""
+    return text.split()[-1] if text else ""
+
+
+def kube_binaries_to_copy(names: Iterable[str], wanted: Iterable[Mapping[str, Any]],
+                          installed: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Of `names`, those whose installed version (a probe on the host) differs from the
+    controller's copy (the same probe there), or that are not installed."""
+    want = {(r.get("item") or {}).get("name"): _reported_version(r) for r in wanted or []}
+    have = {(r.get("item") or {}).get("name"): _reported_version(r) for r in installed or []}
+    return [n for n in names or [] if not have.get(n) or have.get(n) != want.get(n)]
+
+
+_UNSET = object()
+
+
+def differing_vars(names: Iterable[str], hosts: Iterable[str], hostvars: Mapping[str, Any]) -> list[str]:
+    """Of the inventory variables `names`, those not the same on every host (unset counts
+    as a value of its own): for settings that must be cluster-wide."""
+    hosts = list(hosts or [])
+    out = []
+    for name in names or []:
+        values = [hostvars[h].get(name, _UNSET) if hasattr(hostvars[h], "get") else _UNSET for h in hosts]
+        if any(v != values[0] for v in values[1:]):
+            out.append(name)
+    return out
+
+
 class FilterModule:
     """clusterdos.cluster Kubernetes and containerd filters."""
 
@@ -332,4 +370,6 @@ class FilterModule:
             "image_archives_to_load": image_archives_to_load,
             "kube_binary_version_mismatches": kube_binary_version_mismatches,
             "kube_nodes_not_ready": kube_nodes_not_ready,
+            "kube_binaries_to_copy": kube_binaries_to_copy,
+            "differing_vars": differing_vars,
         }

@@ -67,11 +67,12 @@ def kubectl(cp):
     return Kubectl(cp)
 
 
-def run_playbook(playbook: Path | str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_playbook(playbook: Path | str, *args: str, env_extra: dict[str, str] | None = None
+                 ) -> subprocess.CompletedProcess[str]:
     """ansible-playbook on the lab hosts (the checkout's collection, never a copy)."""
     env = dict(os.environ, ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=str(PROJECT / ".cache" / "collections"),
-               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", **(env_extra or {}))
     env["PATH"] = f"{PROJECT / '.venv' / 'bin'}:{env.get('PATH', '')}"
     return subprocess.run(["ansible-playbook", "-i", str(INVENTORY), str(playbook), *args],
                           cwd=PROJECT, env=env, capture_output=True, text=True, timeout=900, check=False)
@@ -91,3 +92,13 @@ def eventually(fn, timeout: float = 120, interval: float = 3):
         if time.monotonic() > deadline:
             raise AssertionError(f"{fn.__name__} never held within {timeout}s")
         time.sleep(interval)
+
+
+def http_get(kubectl: Kubectl, pod: str, address: str, port: int = 8080) -> str:
+    """The body of GET / on address:port, fetched from inside `pod` with busybox's nc
+    (Debian's static busybox crashes in wget's name lookup, even for an IP literal)."""
+    res = kubectl.run("exec", "-n", "default", pod, "--", "sh", "-c",
+                      f"printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 {address} {port}")
+    assert res.rc == 0, res.stderr or res.stdout
+    assert res.stdout.startswith("HTTP/1."), res.stdout
+    return res.stdout.split("\r\n\r\n", 1)[-1].strip()

@@ -47,5 +47,10 @@ def test_bad_node_request_refused_on_the_controller(results, case):
     assert CASES[case][1] in run.stdout, run.stdout[-3000:]
     assert "PLAY [Add node - base on the new node]" not in run.stdout
     assert "UNREACHABLE" not in run.stdout
+    # Kubernetes hosts may appear in the recap: the Kubernetes preflight's artifact checks
+    # run in their names with every task delegated to the controller. None was reached
+    # (their addresses are TEST-NET-1: a connection would be UNREACHABLE) or changed.
     recap = [ln for ln in run.stdout.splitlines() if "ok=" in ln]
-    assert [ln.split()[0] for ln in recap] == ["localhost"], recap
+    assert "localhost" in [ln.split()[0] for ln in recap], recap
+    for line in recap:
+        assert "changed=0" in line and "unreachable=0" in line, line

@@ -73,9 +73,9 @@ def test_workload_pod_argv_sequence_on_recorded_api(kubeconfig):
     assert api.calls == [
         base + ["version", "-o", "json"],
         base + ["get", "runtimeclasses", "-o", "json"],
-        base + ["apply", "-f", "-"],
+        base + ["apply", "--validate=false", "-f", "-"],
         base + ["delete", "pod", pod, "-n", "clusterdos-validate", "--ignore-not-found", "--wait=true"],
-        base + ["apply", "-f", "-"],
+        base + ["apply", "--validate=false", "-f", "-"],
         base + ["wait", "pod/" + pod, "-n", "clusterdos-validate", "--for=jsonpath={.status.phase}=Succeeded",
                 "--timeout=120s"],
         base + ["logs", "pod/" + pod, "-n", "clusterdos-validate"],

@@ -13,6 +13,8 @@ from ansible_collections.clusterdos.cluster.plugins.filter.kubernetes import (
     bad_image_archives,
     image_archives_to_load,
     cidr_overlaps,
+    differing_vars,
+    kube_binaries_to_copy,
     kube_binary_version_mismatches,
     kube_minor,
     kube_minor_skew,
@@ -178,3 +180,17 @@ def test_image_archives_to_load_are_those_with_a_missing_image():
     two = {"file": "two.tar", "sha256": "b" * 64, "images": ["a:1", "b:1"]}
     assert image_archives_to_load([GOOD_ARCHIVE, two], ["registry.k8s.io/pause:3.10.2", "a:1"]) == [two]
     assert image_archives_to_load([GOOD_ARCHIVE, two], ["registry.k8s.io/pause:3.10.2", "a:1", "b:1"]) == []
+
+
+def test_binaries_to_copy_are_the_missing_and_the_other_versions():
+    wanted = [_ran("kubeadm", "v1.36.2"), _ran("kubelet", "Kubernetes v1.36.2"),
+              _ran("kubectl", '{"clientVersion": {"gitVersion": "v1.35.2"}}')]
+    installed = [_ran("kubeadm", "v1.36.2"), _ran("kubelet", "Kubernetes v1.36.1"), _ran("kubectl", "", rc=2)]
+    assert kube_binaries_to_copy(["kubeadm", "kubelet", "kubectl"], wanted, installed) == ["kubelet", "kubectl"]
+    assert kube_binaries_to_copy(["kubeadm", "kubelet", "kubectl"], wanted, wanted) == []
+
+
+def test_differing_vars_names_settings_not_alike_on_every_host():
+    hostvars = {"a": {"x": [1], "y": "same"}, "b": {"x": [2], "y": "same"}, "c": {"y": "same", "z": 1}}
+    assert differing_vars(["x", "y", "z", "unset"], ["a", "b", "c"], hostvars) == ["x", "z"]
+    assert differing_vars(["x"], ["a"], hostvars) == []

@@ -1,0 +1,22 @@
+"""A second site.yml on the built cluster changes no lab host (molecule's own idempotence
+step cannot be used: the validation stage rewrites its report on the controller every
+run, a change by design, so this test allows that one task on localhost and nothing else)."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_playbook
+
+REPORT_TASK = "Write the report (JUnit XML, JSON, HTML)"
+
+
+def test_second_site_run_changes_nothing_on_any_host():
+    res = run_playbook("playbooks/site.yml", env_extra={"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"})
+    assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
+    doc = json.loads(res.stdout[res.stdout.index("{"):])
+    changed = {(host, task["task"]["name"]) for play in doc["plays"] for task in play["tasks"]
+               for host, result in task["hosts"].items() if result.get("changed")}
+    assert changed <= {("localhost", REPORT_TASK)}, sorted(changed)
+    assert doc["stats"], "no hosts ran"
+    assert all(stats["changed"] == 0 for host, stats in doc["stats"].items() if host != "localhost"), doc["stats"]
