@@ -131,7 +131,7 @@ def test_kata_preflight_refuses_host_without_kvm(kata):
                ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"))
     run = subprocess.run(
         ["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(PROJECT / "playbooks" / "sandboxes.yml"),
-         "-e", "clusterdos_kata_group=kata_render", "-e", "clusterdos_gvisor_group=nogroup", "--limit", KATA],
+         "-e", "clusterdos_kata_group=kata_render", "-e", "clusterdos_gvisor_group=nogroup", "--limit", f"{KATA},localhost"],
         capture_output=True, text=True, env=env, check=False)
     out = run.stdout + run.stderr
     assert run.returncode != 0, out
