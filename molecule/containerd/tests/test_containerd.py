@@ -144,26 +144,9 @@ def test_container_cgroups_stay_inside_the_lab_host(host):
         assert lines[controller].startswith(own + "/"), (controller, lines[controller], own)
 
 
-def test_kubernetes_binaries_from_a_directory(host):
-    """kubernetes_packages' directory source: the real kubectl runs on the host; kubeadm
-    and kubelet (placeholders here) are installed with upstream's unit and drop-in."""
-    version = host.check_output("/usr/local/bin/kubectl version --client -o json")
-    assert '"gitVersion": "v1.' in version
-    for name in ("kubeadm", "kubelet"):
-        f = host.file(f"/usr/local/bin/{name}")
-        assert f.is_file and f.mode == 0o755
-    unit = host.file("/etc/systemd/system/kubelet.service").content_string
-    assert "ExecStart=/usr/local/bin/kubelet" in unit
-    dropin = host.file("/etc/systemd/system/kubelet.service.d/10-kubeadm.conf").content_string
-    assert "--config=/var/lib/kubelet/config.yaml" in dropin and "EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env" in dropin
-    kubelet = host.service("kubelet")
-    assert kubelet.is_enabled
-    # Not started before kubeadm init/join wrote its configuration.
-    assert not kubelet.is_running
-    for pkg in ("conntrack", "socat"):
-        assert host.package(pkg).is_installed
-
-
 def test_login_tools_from_a_directory(host):
+    """The login role's directory source: the real kubectl and helm run on the host.
+    (kubernetes_packages' directory source runs with real kubeadm/kubelet in kubeadm_cluster.)"""
+    assert '"gitVersion": "v1.' in host.check_output("/usr/local/bin/kubectl version --client -o json")
     assert host.run("/usr/local/bin/helm version --short").rc == 0
     assert host.file("/usr/local/bin/helm").mode == 0o755
