@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = str(ROOT / "bin" / "clusterdos-lab")
-NAME = "bench"
+NAME = "bench-base"
 
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
@@ -69,6 +69,8 @@ def main() -> int:
         subprocess.run([CLI, "down", "--name", NAME] + ([] if args.skip_cold else ["--purge"]),
                        env=env, capture_output=True, check=False)
         shutil.rmtree(cache, ignore_errors=True)
+    figures.append(("load average (1/5/15 min) at the end",
+                    f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs"))
     width = max(len(k) for k, _ in figures)
     for key, value in figures:
         print(f"{key:<{width}}  {value}")
