@@ -155,7 +155,8 @@ class HelmCli:
 
     def upgrade(self, name: str, namespace: str, source: ChartSource, values_file: str, *, dry_run: bool = False,
                 create_namespace: bool = True, skip_crds: bool = False, wait: bool = True, wait_for_jobs: bool = False,
-                timeout: str = "10m", atomic: bool = False, no_hooks: bool = False) -> t.List[str]:
+                timeout: str = "10m", atomic: bool = False, no_hooks: bool = False,
+                openapi_validation: bool = True) -> t.List[str]:
         argv = [self.binary, "upgrade", name] + source.args()
         argv += ["--install", "--namespace", namespace, "--values", values_file, "--reset-values"]
         if create_namespace:
@@ -164,6 +165,8 @@ class HelmCli:
             argv.append("--skip-crds")
         if no_hooks:
             argv.append("--no-hooks")
+        if not openapi_validation:
+            argv.append("--disable-openapi-validation")
         if dry_run:
             argv += ["--dry-run=server", "--output", "json"]
         else:
@@ -262,6 +265,7 @@ class ReleaseRequest:
     timeout: str = "10m"
     atomic: bool = False
     no_hooks: bool = False
+    openapi_validation: bool = True
 
 
 @dataclass
@@ -412,7 +416,7 @@ class HelmRelease:
             if current is not None and current.get("status") == "deployed":
                 desired = self._json(cli.upgrade(req.name, req.namespace, req.source, values_file, dry_run=True,
                                                  create_namespace=req.create_namespace, skip_crds=req.skip_crds,
-                                                 no_hooks=req.no_hooks),
+                                                 no_hooks=req.no_hooks, openapi_validation=req.openapi_validation),
                                      f"render {req.name} against the cluster (dry run)") or {}
                 deployed_manifest = self._call(cli.get_manifest(req.name, req.namespace), f"read the manifest of {req.name}")
                 deployed_values = self._json(cli.get_values(req.name, req.namespace), f"read the values of {req.name}")
@@ -445,7 +449,8 @@ class HelmRelease:
             if result.changed and not check_mode:
                 self._call(cli.upgrade(req.name, req.namespace, req.source, values_file, create_namespace=req.create_namespace,
                                        skip_crds=req.skip_crds, wait=req.wait, wait_for_jobs=req.wait_for_jobs,
-                                       timeout=req.timeout, atomic=req.atomic, no_hooks=req.no_hooks),
+                                       timeout=req.timeout, atomic=req.atomic, no_hooks=req.no_hooks,
+                                       openapi_validation=req.openapi_validation),
                            f"install or upgrade {req.name}")
                 current = self.deployed(req.name, req.namespace) or current
         finally:

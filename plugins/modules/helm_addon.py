@@ -100,6 +100,13 @@ options:
         run on; without one (nodes not joined yet) helm would wait for it until I(timeout).
     type: bool
     default: false
+  openapi_validation:
+    description:
+      - Let helm check the rendered objects against the API server's OpenAPI schema before sending them. C(false)
+        passes C(--disable-openapi-validation) (for an API server that cannot serve its OpenAPI v2 document as
+        protobuf); the API server still validates every object it stores.
+    type: bool
+    default: true
   kubeconfig:
     description: Kubeconfig helm uses. Default is helm's own (C(KUBECONFIG), C(~/.kube/config)).
     type: path
@@ -215,6 +222,7 @@ def main() -> None:
             timeout=dict(type="str", default="10m"),
             atomic=dict(type="bool", default=False),
             no_hooks=dict(type="bool", default=False),
+            openapi_validation=dict(type="bool", default=True),
             kubeconfig=dict(type="path"),
             kube_context=dict(type="str"),
             binary_path=dict(type="path"),
@@ -237,7 +245,7 @@ def main() -> None:
             values=rewrite_registries(p["values"], p["image_registry_mirror"]),
             create_namespace=p["create_namespace"], skip_crds=p["skip_crds"], wait=p["wait"],
             wait_for_jobs=p["wait_for_jobs"], timeout=p["timeout"], atomic=p["atomic"],
-            no_hooks=p["no_hooks"],
+            no_hooks=p["no_hooks"], openapi_validation=p["openapi_validation"],
         )
         helm = HelmRelease(module.run_command, binary=binary, kubeconfig=p["kubeconfig"],
                            kube_context=p["kube_context"], tmpdir=module.tmpdir)

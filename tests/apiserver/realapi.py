@@ -213,6 +213,10 @@ def start_apiserver(workdir: Path) -> ApiServer:
                "--authorization-mode", "Node,RBAC",
                # Webhooks are served by pods, and no pod runs here (see the module's docstring).
                "--disable-admission-plugins", "MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ValidatingAdmissionPolicy",
+               # The advertised address is loopback, which a Service endpoint may not be.
+               "--endpoint-reconciler-type", "none",
+               # As kubeadm sets it: CNI, GPU and storage add-ons run privileged containers.
+               "--allow-privileged=true",
                "--profiling=false", "--watch-cache=true", "--event-ttl", "10m"], "kube-apiserver")
         _ready(f"https://127.0.0.1:{secure}/readyz", workdir, procs, logs, "kube-apiserver", 240)
     except Exception:
