@@ -53,7 +53,7 @@ def test_cri_settings_from_the_role_dropin(dump):
     assert re.search(r"SystemdCgroup = false", dump)  # cgroupfs, as the scenario asks
     assert 'bin_dir = "/opt/cni/bin"' in dump
     assert 'config_path = "/etc/containerd/certs.d"' in dump
-    assert 'sandbox_image = "registry.k8s.io/pause:3.10"' in dump
+    assert 'sandbox_image = "registry.k8s.io/pause:3.10.2"' in dump
 
 
 def test_other_roles_dropin_merged_beside_ours(dump):

@@ -23,9 +23,8 @@ REFUSED = {"skips-a-minor": "1.35.2", "downgrade": "1.32.0"}
 
 @pytest.fixture(scope="module")
 def runs(cp, tmp_path_factory):
-    """The refused targets, and the next minor as the control case: that one passes the
-    version check and stops at the package step (its binaries directory is empty), so no
-    run may change the host. Run several at a time; host state read before and after all."""
+    """The refused targets, and the next minor with an empty binaries directory (refused
+    by the preflight's artifact check), so no run may change the host. Run several at a time; host state read before and after all."""
     empty = tmp_path_factory.mktemp("no-binaries")
     cases = {name: ["-e", f"clusterdos_kubernetes_version={target}"] for name, target in REFUSED.items()}
     cases["next-minor"] = ["-e", "clusterdos_kubernetes_version=1.34.1", "-e", "kubernetes_packages_source=directory",
@@ -46,12 +45,14 @@ def test_upgrade_refuses_a_step_kubeadm_cannot_take(runs, case):
     assert recap(run, CP)["changed"] == 0
 
 
-def test_upgrade_to_the_next_minor_passes_the_version_check(runs):
+def test_an_empty_binaries_directory_is_refused_by_the_preflight(runs):
+    """The next minor with an empty binaries directory: the preflight's artifact check (on
+    the controller) refuses it before any upgrade play starts, naming what is missing."""
     run = runs["results"]["next-minor"]
     empty = runs["empty"]
     assert run.returncode != 0
     assert "cannot go to" not in run.stdout
-    assert "PLAY [Upgrade - control planes, one at a time]" in run.stdout
+    assert "PLAY [Upgrade - control planes, one at a time]" not in run.stdout
     assert f"{empty}/kubeadm, {empty}/kubelet, {empty}/kubectl not found" in run.stdout, run.stdout[-3000:]
     assert recap(run, CP)["changed"] == 0
 

@@ -72,7 +72,7 @@ def test_kubectl_on_the_login_node_uses_the_copied_kubeconfig(login):
 
 def test_check_mode_on_the_converged_login_node_changes_nothing(login):
     """login.yml --check after converge: no failure and no change reported."""
-    run = run_playbook(LOGIN_PLAYBOOK, "--check", "--limit", LOGIN)
+    run = run_playbook(LOGIN_PLAYBOOK, "--check", "--limit", f"{LOGIN},localhost")
     assert run.returncode == 0, run.stdout[-3000:]
     assert recap(run, LOGIN)["changed"] == 0
 
@@ -90,7 +90,7 @@ def bad_mirror_runs(login):
     login.check_output("mkdir -p /tmp/login-bad-kubectl/bin /tmp/login-bad-helm/bin")
 
     def _run(tool):
-        return run_playbook(LOGIN_PLAYBOOK, "--limit", LOGIN, "-e", f"login_file_mirror=file://{bad}",
+        return run_playbook(LOGIN_PLAYBOOK, "--limit", f"{LOGIN},localhost", "-e", f"login_file_mirror=file://{bad}",
                             "-e", f'{{"login_tools": ["{tool}"], "login_kubeconfig": false}}',
                             "-e", f"login_install_dir=/tmp/login-bad-{tool}/bin",
                             "-e", f"login_download_dir=/tmp/login-bad-{tool}/cache")
