@@ -271,21 +271,15 @@ def kube_binary_version_mismatches(results: Iterable[Mapping[str, Any]], version
     out = []
     for res in results or []:
         name = (res.get("item") or {}).get("name", "?")
-        text = (res.get("stdout") or "").strip()
         if res.get("rc") != 0:
             detail = (res.get("stderr") or res.get("msg") or "").strip().splitlines()
             out.append(f"{name} did not run ({detail[-1] if detail else 'rc ' + str(res.get('rc'))})")
             continue
-        if name == "kubectl":
-            try:
-                text = json.loads(text).get("clientVersion", {}).get("gitVersion", "")
-            except ValueError:
-                text = ""
-        found = text.split()[-1] if text else ""
+        found = _reported_version(res)
         try:
             got = _parse_version(found)
         except AnsibleFilterError:
-            out.append(f"{name} reports {text!r}, no version")
+            out.append(f"{name} reports {(res.get('stdout') or '').strip()!r}, no version")
             continue
         if name == "kubectl":
             if got[0] != want[0] or abs(got[1] - want[1]) > 1:
