@@ -67,10 +67,18 @@ def test_nothing_else_is_reachable(inventory):
 
 
 def test_global_sysctls_are_read_only_inside(inventory):
-    before = Path("/proc/sys/kernel/panic_on_oops").read_text()
-    result = on("n1", "echo 1 > /proc/sys/kernel/panic_on_oops")
+    before = Path("/proc/sys/kernel/dmesg_restrict").read_text()
+    result = on("n1", "echo 1 > /proc/sys/kernel/dmesg_restrict")
     assert result.returncode != 0 and "Read-only" in result.stderr
-    assert Path("/proc/sys/kernel/panic_on_oops").read_text() == before
+    assert Path("/proc/sys/kernel/dmesg_restrict").read_text() == before
+    # kubelet writes these three at start: inside they are private files, so the
+    # write succeeds there and this machine keeps its own value.
+    for key in ("kernel/panic_on_oops", "kernel/panic", "vm/overcommit_memory"):
+        before = Path(f"/proc/sys/{key}").read_text()
+        other = "1" if before.strip() != "1" else "0"
+        assert on("n1", f"echo {other} > /proc/sys/{key}").returncode == 0
+        assert on("n1", f"cat /proc/sys/{key}").stdout.strip() == other
+        assert Path(f"/proc/sys/{key}").read_text() == before
     # net.* is the host's own network namespace and stays writable.
     assert on("n1", "sysctl -w net.ipv4.ip_forward=1").returncode == 0
 
