@@ -62,6 +62,14 @@ options:
     description: Permissions of the report files.
     type: raw
     default: "0644"
+  releases:
+    description:
+      - What the add-on stage did to each Helm release (the C(clusterdos.cluster.addons) role's C(__addons_progress)
+        list), each with C(name), C(release), C(chart), C(action) (V(installed), V(upgraded), V(unchanged),
+        V(uninstalled)), C(seconds) and C(revision). Shown as a table in the HTML page and listed in the JSON.
+    type: list
+    elements: dict
+    default: []
 seealso:
   - module: clusterdos.cluster.cluster_validate
 """

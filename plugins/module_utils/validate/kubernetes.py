@@ -463,6 +463,38 @@ def check_storage_classes(ctx: KubeContext) -> str:
                            "a PVC bound and was written through each storage class")
 
 
+_WORKLOADS = ("deployments", "statefulsets", "daemonsets")
+
+
+def release_workloads(ctx: KubeContext, release: str, namespace: str) -> List[Dict[str, Any]]:
+    """The Deployments, StatefulSets and DaemonSets of a Helm release, found by the annotations helm
+    puts on every object it creates (whatever labels the chart uses)."""
+    found = []
+    for resource in _WORKLOADS:
+        for obj in ctx.get(resource):
+            annotations = obj.get("metadata", {}).get("annotations") or {}
+            if annotations.get("meta.helm.sh/release-name") == release \
+                    and annotations.get("meta.helm.sh/release-namespace") == namespace:
+                found.append(obj)
+    return found
+
+
+def workload_not_ready(obj: Dict[str, Any]) -> str:
+    """Why a Deployment, StatefulSet or DaemonSet is not ready ('' when it is), as kubectl rollout status judges:
+    its controller has seen the current generation, and the wanted replicas are available."""
+    meta, spec, status = obj.get("metadata", {}), obj.get("spec", {}), obj.get("status") or {}
+    what = "%s %s/%s" % (obj.get("kind", "?"), meta.get("namespace", ""), meta.get("name", "?"))
+    if int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 1):
+        return "%s not yet rolled out (its controller has not seen generation %s)" % (what, meta.get("generation") or 1)
+    if obj.get("kind") == "DaemonSet":
+        want, have = int(status.get("desiredNumberScheduled") or 0), int(status.get("numberAvailable") or 0)
+        return "" if have >= want else "%s %d of %d available" % (what, have, want)
+    want = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
+    field = "availableReplicas" if obj.get("kind") == "Deployment" else "readyReplicas"
+    have = int(status.get(field) or 0)
+    return "" if have >= want else "%s %d of %d %s" % (what, have, want, "available" if field == "availableReplicas" else "ready")
+
+
 def check_addons(ctx: KubeContext) -> str:
     ctx.require()
     res = ctx.run(ctx.helm_argv("list", "--all-namespaces", "--all", "-o", "json"))
@@ -487,12 +519,18 @@ def check_addons(ctx: KubeContext) -> str:
         if release.get("status") != "deployed":
             problems.append("%s: release status %s" % (name, release.get("status")))
             continue
+        workloads = release_workloads(ctx, name, release["namespace"])
+        not_ready = [why for why in (workload_not_ready(w) for w in workloads) if why]
+        if not_ready:
+            problems.append("%s: workloads not ready: %s" % (name, "; ".join(not_ready)))
+            continue
         pods = ctx.get("pods", namespace=release["namespace"], selector="app.kubernetes.io/instance=%s" % name)
         bad = [p["metadata"]["name"] for p in pods if not pod_ready(p)]
         if bad:
             problems.append("%s: pods not ready: %s" % (name, ", ".join(bad)))
             continue
-        fine.append("%s %s (%d pods)" % (name, release.get("chart", ""), len(pods)))
+        fine.append("%s %s (%d pods%s)" % (name, release.get("chart", ""), len(pods),
+                                            ", %d workloads ready" % len(workloads) if workloads else ""))
     if problems:
         raise CheckFailed("; ".join(problems))
     return "deployed and ready: %s" % ", ".join(fine)

@@ -28,7 +28,8 @@ def _sorted(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 def to_json(results: List[Dict[str, Any]], topology: Dict[str, Any], meta: Dict[str, Any]) -> str:
     doc = {"cluster": meta.get("cluster", ""), "generated": meta.get("generated", ""),
-           "summary": summarize(results), "checks": _sorted(results), "topology": topology}
+           "summary": summarize(results), "checks": _sorted(results), "topology": topology,
+           "releases": meta.get("releases") or []}
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
@@ -171,6 +172,38 @@ svg{border:1px solid #dadce0;border-radius:8px;margin-top:8px;max-width:100%;hei
 """
 
 
+# What the add-on stage did to each release (its __addons_progress list), drawn as a table.
+_ACTION_CLASS = {"installed": "passed", "upgraded": "passed", "uninstalled": "skipped", "unchanged": "skipped",
+                 "absent": "skipped"}
+
+
+def releases_html(releases: List[Dict[str, Any]]) -> List[str]:
+    """The add-on releases table: each release's action (installed, upgraded, unchanged, uninstalled) and time."""
+    if not releases:
+        return []
+    total = sum(float(r.get("seconds") or 0) for r in releases)
+    counts: Dict[str, int] = {}
+    for r in releases:
+        counts[str(r.get("action", ""))] = counts.get(str(r.get("action", "")), 0) + 1
+    rows = []
+    for r in releases:
+        action = str(r.get("action", ""))
+        rows.append('<tr class="%s" data-release="%s"><td>%s</td><td>%s</td><td>%s</td><td class="action">%s</td>'
+                    '<td>%.1f s</td><td>%s</td></tr>' % (
+                        _ACTION_CLASS.get(action, "failed"), escape(str(r.get("release", ""))), escape(str(r.get("name", ""))),
+                        escape(str(r.get("release", ""))), escape(str(r.get("chart", ""))), escape(action),
+                        float(r.get("seconds") or 0), escape(str(r.get("revision", "")))))
+    return [
+        "<h2>Add-on releases</h2>",
+        '<div class="meta">%d releases in %.1f s: %s</div>' % (
+            len(releases), total, ", ".join("%d %s" % (n, a) for a, n in sorted(counts.items()))),
+        '<table id="releases"><thead><tr><th>Add-on</th><th>Release</th><th>Chart</th><th>Action</th><th>Time</th>'
+        "<th>Revision</th></tr></thead><tbody>",
+        "\n".join(rows),
+        "</tbody></table>",
+    ]
+
+
 def to_html(results: List[Dict[str, Any]], topology: Dict[str, Any], meta: Dict[str, Any]) -> str:
     totals = summarize(results)
     title = "clusterdOS validation: %s" % (meta.get("cluster") or "cluster")
@@ -200,7 +233,9 @@ def to_html(results: List[Dict[str, Any]], topology: Dict[str, Any], meta: Dict[
         '<table id="checks"><thead><tr><th>Status</th><th>Check</th><th>Host</th><th>Duration</th>'
         "<th>Detail</th></tr></thead><tbody>",
         "\n".join(rows),
-        "</tbody></table></body></html>",
+        "</tbody></table>",
+    ] + releases_html(meta.get("releases") or []) + [
+        "</body></html>",
         "",
     ])
 

@@ -23,6 +23,7 @@ def argument_spec() -> Dict[str, Any]:
         dest=dict(type="path", required=True),
         formats=dict(type="list", elements="str", choices=["json", "junit", "html"], default=["json", "junit", "html"]),
         mode=dict(type="raw", default="0644"),
+        releases=dict(type="list", elements="dict", default=[]),
     )
 
 
@@ -48,7 +49,8 @@ def write_report(module: Any) -> Tuple[bool, Dict[str, str], Dict[str, int]]:
     if problems:
         module.fail_json(msg="results must come from cluster_validate: %s" % "; ".join(problems))
     meta = {"cluster": params["cluster_name"],
-            "generated": params["generated"] or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            "generated": params["generated"] or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "releases": params["releases"]}
     topology = {"cluster": params["cluster_name"], "nodes": params["nodes"], "networks": params["networks"]}
     dest = params["dest"]
     changed = False

@@ -126,3 +126,39 @@ def test_recorded_cluster_fixture_is_kubectl_shaped():
         for item in items:
             assert {"apiVersion", "kind", "metadata"} <= set(item), resource
             assert item["metadata"]["name"]
+
+
+def _workload(kind, generation=2, observed=2, replicas=1, **status):
+    return {"kind": kind, "metadata": {"name": "w", "namespace": "ns", "generation": generation},
+            "spec": {"replicas": replicas} if kind != "DaemonSet" else {},
+            "status": dict(status, observedGeneration=observed) if observed is not None else {}}
+
+
+@pytest.mark.parametrize("obj, reason", [
+    (_workload("Deployment", availableReplicas=1), ""),
+    (_workload("Deployment", replicas=2, availableReplicas=1), "Deployment ns/w 1 of 2 available"),
+    # Stored, never seen by a controller (an API server without controller-manager, or a stuck one).
+    (_workload("Deployment", observed=None), "Deployment ns/w not yet rolled out (its controller has not seen generation 2)"),
+    (_workload("Deployment", observed=1, availableReplicas=1), "not yet rolled out"),
+    (_workload("StatefulSet", replicas=3, readyReplicas=3), ""),
+    (_workload("StatefulSet", replicas=3, readyReplicas=0), "StatefulSet ns/w 0 of 3 ready"),
+    (_workload("DaemonSet", desiredNumberScheduled=0, numberAvailable=0), ""),
+    (_workload("DaemonSet", desiredNumberScheduled=3, numberAvailable=2), "DaemonSet ns/w 2 of 3 available"),
+])
+def test_workload_readiness_as_rollout_status_judges_it(obj, reason):
+    got = kubernetes.workload_not_ready(obj)
+    assert (reason in got and bool(got)) if reason else got == "", got
+
+
+def test_addon_workloads_found_by_helm_annotations_on_recorded_api(kubeconfig):
+    """A release's Deployment that is not available fails the add-on check, whatever its pods' labels."""
+    cluster = load_cluster("healthy.json")
+    cluster["objects"].setdefault("deployments", []).append({
+        "kind": "Deployment", "metadata": {"name": "metrics-server", "namespace": "kube-system", "generation": 1,
+                                           "annotations": {"meta.helm.sh/release-name": "metrics-server",
+                                                           "meta.helm.sh/release-namespace": "kube-system"}},
+        "spec": {"replicas": 1}, "status": {"observedGeneration": 1, "availableReplicas": 0}})
+    _api, results = _run({"checks": ["kubernetes.addons"]}, kubeconfig, cluster=cluster)
+    assert results["kubernetes.addons"].status == "failed"
+    assert "metrics-server: workloads not ready: Deployment kube-system/metrics-server 0 of 1 available" \
+        in results["kubernetes.addons"].detail

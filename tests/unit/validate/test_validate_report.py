@@ -126,3 +126,28 @@ def test_html_report_renders_in_headless_chromium(tmp_path):
         assert bytes(rgb) in colors, "colour #%02x%02x%02x not drawn" % rgb
     white = sum(1 for p in pixels if p == b"\xff\xff\xff")
     assert white < 0.95 * len(pixels)
+
+
+RELEASES = [
+    {"name": "cert_manager", "release": "cert-manager/cert-manager", "chart": "cert-manager-v1.19.1",
+     "action": "unchanged", "seconds": "2.4", "revision": "1"},
+    {"name": "metrics_server", "release": "kube-system/metrics-server", "chart": "metrics-server-3.13.0",
+     "action": "upgraded", "seconds": 3.5, "revision": "2"},
+    {"name": "local_disk", "release": "local-disk-storage/local-disk", "chart": "", "action": "uninstalled",
+     "seconds": 0.9, "revision": ""},
+]
+
+
+def test_html_and_json_list_each_releases_action_and_time():
+    meta = dict(META, releases=RELEASES)
+    html = report.to_html(RESULTS, TOPOLOGY, meta)
+    table = ET.fromstring(re.search(r'<table id="releases">.*?</table>', html, re.S).group(0))
+    rows = {r.get("data-release"): [td.text for td in r.findall("td")] for r in table.iter("tr") if r.get("data-release")}
+    assert rows["kube-system/metrics-server"] == ["metrics_server", "kube-system/metrics-server", "metrics-server-3.13.0",
+                                                  "upgraded", "3.5 s", "2"]
+    assert rows["cert-manager/cert-manager"][3:5] == ["unchanged", "2.4 s"]
+    assert rows["local-disk-storage/local-disk"][3] == "uninstalled"
+    assert "3 releases in 6.8 s: 1 unchanged, 1 uninstalled, 1 upgraded" in html
+    assert json.loads(report.to_json(RESULTS, TOPOLOGY, meta))["releases"] == RELEASES
+    # Without releases (no add-on stage in this run) the page has no such table.
+    assert 'id="releases"' not in report.to_html(RESULTS, TOPOLOGY, META)
