@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from . import firewall, image, inventory, k8s_mirror, podman, proxy, qemu
+from . import firewall, image, inventory, k8s_mirror, limits, podman, proxy, qemu
 from .spec import CACHE_ROOT, STATE_ROOT, HostSpec, LabSpec, build_spec, validate
 from .util import LabError, log, mem_available_mib, require_root, require_tools, run, step
 
@@ -94,6 +94,12 @@ def _wait_ssh(spec: LabSpec, timeout: float) -> None:
                                  f"root@{addr}", "true"], capture_output=True, check=False).returncode
             if rc == 0:
                 pending.pop(name)
+        if pending and spec.backend == "podman":
+            # A host whose container stopped will never answer: say why now (for example
+            # root's inotify instances used up), not after the whole timeout.
+            stopped = podman.exited_hosts(spec, sorted(pending))
+            if stopped:
+                raise LabError("; ".join(limits.explain_exit(*s) for s in stopped))
         if pending and time.monotonic() > deadline:
             where = (f"VM consoles: {spec.state_dir / 'vms'}/*/console.log" if spec.backend == "qemu"
                      else "journal: podman exec cdl-<lab>-<host> journalctl -b")

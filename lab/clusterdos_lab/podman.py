@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from . import limits
 from .spec import LabSpec
 from .util import LabError, run
 
@@ -43,7 +44,29 @@ def volume_dir(spec: LabSpec, host: str, name: str):
     return spec.state_dir / "volumes" / host / name
 
 
+def new_hosts(spec: LabSpec) -> list[str]:
+    """The lab's hosts that have no container yet (`up` will start these)."""
+    return [h.name for h in spec.hosts
+            if run(["podman", "container", "exists", container_name(spec, h.name)], check=False).returncode != 0]
+
+
+def exited_hosts(spec: LabSpec, names: list[str]) -> list[tuple[str, int, str]]:
+    """Of NAMES, the hosts whose container has stopped: (host, exit code, last output)."""
+    stopped = []
+    for name in names:
+        state = run(["podman", "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}",
+                     container_name(spec, name)], check=False)
+        if state.returncode != 0:
+            continue
+        status, _, code = state.stdout.strip().partition(" ")
+        if status in ("exited", "stopped"):
+            logs = run(["podman", "logs", "--tail", "20", container_name(spec, name)], check=False)
+            stopped.append((name, int(code or 0), (logs.stdout or "") + (logs.stderr or "")))
+    return stopped
+
+
 def start_hosts(spec: LabSpec, image: str, pubkey_path: str) -> None:
+    limits.check_inotify_headroom(len(new_hosts(spec)))
     for index, host in enumerate(spec.hosts):
         volumes = []
         for vname, target in HOST_VOLUMES.items():
