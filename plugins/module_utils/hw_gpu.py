@@ -9,7 +9,8 @@ that unit tests can point it at a tree they build.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional
+import re
+from typing import Any, Callable, Mapping, Optional
 
 from ansible_collections.clusterdos.cluster.plugins.module_utils.sysfs import entries, read
 
@@ -142,6 +143,7 @@ def gpu_facts(sysfs: str = "/sys", run: Optional[Runner] = None, nvidia_smi: Opt
         "vendor": vendor,
         "count": len(gpus),
         "model": model,
+        "type": gpu_type(model),
         "architecture": architecture,
         "architectures": sorted({k[0] for k in known}),
         "pci_devices": [{"address": d["address"], "device": d["device"]} for d in gpus],
@@ -151,6 +153,74 @@ def gpu_facts(sysfs: str = "/sys", run: Optional[Runner] = None, nvidia_smi: Opt
         "nouveau_loaded": os.path.isdir(os.path.join(sysfs, "module", "nouveau")),
         "nvidia_smi_error": smi_error,
     }
+
+
+# Words of a model name that say nothing about the GPU itself ("NVIDIA H100 80GB HBM3",
+# "Tesla V100 SXM2 16GB", "Instinct MI300X").
+_VENDOR_WORDS = ("nvidia", "tesla", "geforce", "amd", "instinct", "radeon")
+
+
+def gpu_type(model: Optional[str]) -> Optional[str]:
+    """A short GPU type for Slurm GRES and node labels: "H100 SXM5 80GB" -> "h100",
+    "NVIDIA H200 NVL" -> "h200", "Instinct MI250X/MI250" -> "mi250x"; None when unknown.
+
+    With AutoDetect=nvml Slurm matches the type in slurm.conf as a substring of the name
+    NVML reports, so the model's first word is enough.
+    """
+    for word in re.split(r"[\s/]+", (model or "").lower()):
+        word = re.sub(r"[^a-z0-9]", "", word)
+        if word and word not in _VENDOR_WORDS:
+            return word
+    return None
+
+
+def gpu_list(gpus: Optional[Mapping[str, Any]], declared: Optional[list] = None) -> list[dict[str, Any]]:
+    """Discovered GPUs (clusterdos_hw.gpus) as the inventory writes them: [{vendor, type, count}].
+
+    Empty with no GPU. A declared entry of the same vendor with a type keeps that name
+    (a site may call its H100s "h100_sxm"); the count is always the discovered one.
+    """
+    if not gpus or not int(gpus.get("count") or 0):
+        return []
+    vendor = "nvidia" if gpus.get("vendor") == "mixed" else str(gpus.get("vendor"))
+    named = [d.get("type") for d in declared or [] if str(d.get("vendor", "")).lower() == vendor and d.get("type")]
+    kind = named[0] if named else gpus.get("type") or gpu_type(gpus.get("model"))
+    return [{"vendor": vendor, "type": kind, "count": int(gpus["count"])} if kind
+            else {"vendor": vendor, "count": int(gpus["count"])}]
+
+
+def declared_mismatch(declared: Optional[list], gpus: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """Why the GPUs a host declares (clusterdos_gpus) differ from what was found, or None.
+
+    Compares the count per vendor; the message says what was declared, what was found
+    (with PCI addresses) and how to fix it. The caller adds the host's name.
+    """
+    want: dict[str, int] = {}
+    for entry in declared or []:
+        vendor = str(entry.get("vendor", "")).lower()
+        want[vendor] = want.get(vendor, 0) + int(entry.get("count", 1))
+    have = {g["vendor"]: g["count"] for g in gpu_list(gpus)}
+    if {v: c for v, c in want.items() if c} == have:
+        return None
+    said = ", ".join(f"{c} {v}" for v, c in sorted(want.items())) or "none"
+    found = ", ".join(f"{c} {v}" for v, c in sorted(have.items())) or "none"
+    where = ", ".join(d["address"] for d in (gpus or {}).get("pci_devices") or []) or "no GPU on the PCI bus"
+    return (f"clusterdos_gpus declares {said} GPU(s), but {found} were found ({where}): "
+            "fix clusterdos_gpus in the inventory, or check the hardware (lspci -d 10de: / lspci -d 1002:).")
+
+
+def publish(current: Optional[Mapping[str, Any]], key: str, found: Any, extra: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    """clusterdos_hw after a discovery: `current` with `key` replaced by what was found and
+    the caller's extra keys laid over it (one level deep, so extra {"gpus": {...}} adds to
+    the discovered GPUs instead of replacing them)."""
+    out = dict(current or {})
+    out[key] = found
+    for name, value in (extra or {}).items():
+        if isinstance(value, Mapping) and isinstance(out.get(name), Mapping):
+            out[name] = {**out[name], **value}
+        else:
+            out[name] = value
+    return out
 
 
 def open_modules_problem(architectures: list[str], flavor: str) -> Optional[str]:

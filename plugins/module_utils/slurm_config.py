@@ -12,11 +12,18 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
+from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import gpu_list
+
 # Slurm release series this collection knows how to configure.
 KNOWN_SERIES = ("22.05", "23.02", "23.11", "24.05", "24.11", "25.05")
 
-# Where a host declares its GPUs (list of {vendor, type, count}); the first found wins.
-GPU_KEYS = ("slurm_node_gpus", "clusterdos_gpus")
+# A host's GPUs, as [{vendor, type, count}]: slurm_node_gpus when the inventory sets it
+# (what Slurm should advertise, overriding discovery), else the discovered
+# ansible_facts.clusterdos_hw.gpus (the source of truth once the host was read; the
+# inventory's clusterdos_gpus only names the type and is checked against it), else the
+# declared clusterdos_gpus (only before discovery: the controller-side preflight).
+OVERRIDE_KEY = "slurm_node_gpus"
+DECLARED_KEY = "clusterdos_gpus"
 # GPU vendors and the gres.conf AutoDetect mechanism for each.
 AUTODETECT = {"nvidia": "nvml", "amd": "rsmi"}
 
@@ -157,12 +164,13 @@ def controller_lines(controllers: list[Mapping[str, Any]]) -> list[str]:
 
 # --------------------------------------------------------------------------- nodes
 def host_gpus(hv: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The GPUs a host declares, as [{vendor, type, count}] (empty when none)."""
-    for key in GPU_KEYS:
-        value = hv.get(key)
-        if value:
-            return [dict(g) for g in value]
-    return []
+    """The GPUs of a host, as [{vendor, type, count}] (empty when none); see OVERRIDE_KEY."""
+    if hv.get(OVERRIDE_KEY):
+        return [dict(g) for g in hv[OVERRIDE_KEY]]
+    found = ((hv.get("ansible_facts") or {}).get("clusterdos_hw") or {}).get("gpus")
+    if found is not None:
+        return gpu_list(found, list(hv.get(DECLARED_KEY) or []))
+    return [dict(g) for g in hv.get(DECLARED_KEY) or []]
 
 
 def _gres_of(gpus: list[dict[str, Any]], extra: list[Any]) -> list[str]:
@@ -345,9 +353,9 @@ def inventory_errors(*, groups: Mapping[str, list[str]], hostvars: Mapping[str, 
         gres = list(hv.get("slurm_node_gres", defaults.get("slurm_node_gres", [])) or [])
         gpu_gres = [g for g in gres if (g.get("name") if isinstance(g, Mapping) else str(g).split(":", maxsplit=1)[0]) == "gpu"]
         if gpu_gres and not host_gpus(hv):
-            errors.append(f"Host {host} declares GPU GRES ({gpu_gres}) but no GPUs: declare them in "
-                          "slurm_node_gpus (or clusterdos_gpus) as [{vendor, type, count}] and drop the gpu entry "
-                          "from slurm_node_gres (GPU GRES is derived from the declared GPUs).")
+            errors.append(f"Host {host} declares GPU GRES ({gpu_gres}) but has no GPUs: declare them in "
+                          "clusterdos_gpus as [{vendor, type, count}] (checked against the GPUs found) and drop the gpu "
+                          "entry from slurm_node_gres (GPU GRES is derived from the GPUs found).")
         for gpu in host_gpus(hv):
             if not isinstance(gpu.get("count", 1), int) or int(gpu.get("count", 1)) < 1:
                 errors.append(f"Host {host}: every GPU entry needs a count of at least 1 (got {gpu.get('count')!r}).")

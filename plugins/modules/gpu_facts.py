@@ -13,9 +13,28 @@ description:
   - Reads PCI devices from sysfs (NVIDIA and AMD GPUs, NVIDIA NVSwitches), the version of the
     loaded C(nvidia) or C(amdgpu) kernel module, and, when C(nvidia-smi) is present, the GPU
     model and driver version it reports.
-  - Changes nothing. The roles M(clusterdos.cluster.nvidia_gpu) and M(clusterdos.cluster.amd_gpu)
-    store the result under C(clusterdos_hw.gpus) (see docs/gpu.md for the schema).
+  - Changes nothing on the host. Publishes the result as the fact C(clusterdos_hw.gpus) (see
+    docs/gpu.md for the schema), the one source Slurm GRES, node labels and validation read; the other
+    keys of O(facts) are kept.
 options:
+  facts:
+    description:
+      - The host's current C(clusterdos_hw) fact, whose other keys (C(hcas), C(rdma)...) are kept.
+        Pass C({{ ansible_facts['clusterdos_hw'] | default({}) }}).
+    type: dict
+    default: {}
+  publish:
+    description:
+      - Keys laid over the published C(clusterdos_hw) (one level deep), such as
+        C(gpu_driver_managed_by) or C(gpus.reboot_required) from the GPU roles.
+    type: dict
+    default: {}
+  declared:
+    description:
+      - The GPUs the inventory declares for this host (C(clusterdos_gpus), C([{vendor, type, count}])). When given,
+        C(declared_problem) says how they differ from what was found (count per vendor).
+    type: list
+    elements: dict
   architecture:
     description:
       - The NVIDIA GPU architecture (pascal ... blackwell) to assume when the device ID is not in the
@@ -42,6 +61,10 @@ EXAMPLES = r"""
 - name: Show the model
   ansible.builtin.debug:
     msg: "{{ __gpus.gpus.count }} x {{ __gpus.gpus.model }}"
+
+- name: Publish GPUs under clusterdos_hw, keeping what the RDMA discovery put there
+  clusterdos.cluster.gpu_facts:
+    facts: "{{ ansible_facts['clusterdos_hw'] | default({}) }}"
 """
 
 RETURN = r"""
@@ -58,6 +81,9 @@ gpus:
       type: int
     model:
       description: The most common model, from nvidia-smi or the collection's table of device IDs; null when unknown.
+      type: str
+    type:
+      description: A short type from the model for Slurm GRES and node labels (C(h100), C(mi300x)); null when unknown.
       type: str
     architecture:
       description: The most common architecture (pascal ... blackwell, cdna2 ...); C(unknown) for IDs not in the table; null with no GPU.
@@ -85,6 +111,18 @@ gpus:
     nvidia_smi_error:
       description: What nvidia-smi said when it failed; null otherwise.
       type: str
+ansible_facts:
+  description: The published fact.
+  returned: always
+  type: dict
+  contains:
+    clusterdos_hw:
+      description: O(facts) with C(gpus) set to what was found and O(publish) laid over it.
+      type: dict
+declared_problem:
+  description: How O(declared) differs from the GPUs found (declared and found counts, PCI addresses); empty when they agree or nothing was declared.
+  returned: always
+  type: str
 kernel_modules_problem:
   description: Why I(kernel_modules) cannot drive the GPUs found (or I(architecture)); empty when it can or was not asked.
   returned: always
@@ -93,9 +131,12 @@ kernel_modules_problem:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import gpu_facts, open_modules_problem
+from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import declared_mismatch, gpu_facts, open_modules_problem, publish
 
 ARGUMENT_SPEC = {
+    "facts": {"type": "dict", "default": {}},
+    "publish": {"type": "dict", "default": {}},
+    "declared": {"type": "list", "elements": "dict"},
     "sysfs_root": {"type": "path", "default": "/sys"},
     "architecture": {"type": "str", "default": ""},
     "kernel_modules": {"type": "str", "choices": ["open", "proprietary"]},
@@ -112,7 +153,11 @@ def main() -> None:
     gpus = gpu_facts(module.params["sysfs_root"], run=run, nvidia_smi=smi)
     architectures = [module.params["architecture"]] if module.params["architecture"] else gpus["architectures"]
     problem = open_modules_problem(architectures, module.params["kernel_modules"]) if module.params["kernel_modules"] else None
-    module.exit_json(changed=False, gpus=gpus, kernel_modules_problem=problem or "")
+    declared = module.params["declared"]
+    mismatch = declared_mismatch(declared, gpus) if declared else None
+    hw = publish(module.params["facts"], "gpus", gpus, module.params["publish"])
+    module.exit_json(changed=False, gpus=gpus, kernel_modules_problem=problem or "", declared_problem=mismatch or "",
+                     ansible_facts={"clusterdos_hw": hw})
 
 
 if __name__ == "__main__":

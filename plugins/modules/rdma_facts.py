@@ -13,8 +13,20 @@ description:
   - Reads C(/sys/class/infiniband) - every RDMA device (ConnectX HCAs, soft-RoCE C(rxe), C(siw)),
     its driver, GUID and firmware, and each port's state, physical state, link layer, rate and
     network interface.
-  - Changes nothing. The role M(clusterdos.cluster.rdma) stores the result under
-    C(clusterdos_hw.hcas) (see docs/rdma.md for the schema).
+  - Changes nothing on the host. Publishes the result as the facts C(clusterdos_hw.hcas) and
+    C(clusterdos_hw.rdma) (the summary; see docs/rdma.md for the schema); the other keys of O(facts) are kept.
+options:
+  facts:
+    description:
+      - The host's current C(clusterdos_hw) fact, whose other keys (C(gpus)...) are kept.
+        Pass C({{ ansible_facts['clusterdos_hw'] | default({}) }}).
+    type: dict
+    default: {}
+  publish:
+    description:
+      - Keys laid over the published C(clusterdos_hw) (one level deep), such as C(rdma.stack) from the rdma role.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - clusterdos.cluster.sysfs_facts
 author:
@@ -65,17 +77,34 @@ summary:
   description: C(hca_count), C(active_ports), C(active_infiniband_ports), C(active_ethernet_ports).
   returned: always
   type: dict
+ansible_facts:
+  description: The published fact.
+  returned: always
+  type: dict
+  contains:
+    clusterdos_hw:
+      description: O(facts) with C(hcas) and C(rdma) (the summary) set to what was found and O(publish) laid over it.
+      type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import publish
 from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_rdma import hcas, summary
+
+ARGUMENT_SPEC = {
+    "sysfs_root": {"type": "path", "default": "/sys"},
+    "facts": {"type": "dict", "default": {}},
+    "publish": {"type": "dict", "default": {}},
+}
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec={"sysfs_root": {"type": "path", "default": "/sys"}}, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     found = hcas(module.params["sysfs_root"])
-    module.exit_json(changed=False, hcas=found, summary=summary(found))
+    counts = summary(found)
+    hw = publish(dict(module.params["facts"], hcas=found), "rdma", counts, module.params["publish"])
+    module.exit_json(changed=False, hcas=found, summary=counts, ansible_facts={"clusterdos_hw": hw})
 
 
 if __name__ == "__main__":

@@ -1,15 +1,22 @@
 # Copyright: clusterdOS developers
 # Apache License 2.0 (see LICENSE)
 """Hardware checks on the host the module runs on: NVIDIA and AMD GPU count and
-health, InfiniBand link state. Each applies when the inventory expects the hardware
-or its tool is installed, and is skipped otherwise."""
+health, InfiniBand link state. Each applies when the hardware is there or its tool is
+installed, and is skipped otherwise.
+
+What is expected comes from the host's discovered hardware (the same sysfs discovery
+that publishes the clusterdos_hw fact: GPUs on the PCI bus, InfiniBand ports), so a GPU
+the driver lost or a tool missing on a GPU host fails. Counts the inventory gives for
+the node (its GPUs, its ib_ports) take precedence; the hardware_facts role has already
+checked declared GPUs against the PCI bus."""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
+from ansible_collections.clusterdos.cluster.plugins.module_utils import hw_gpu, hw_rdma
 from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.core import (
     Check,
     CheckFailed,
@@ -66,14 +73,47 @@ def parse_ibstat(text: str) -> List[Dict[str, str]]:
     return ports
 
 
+def discover(sysfs: str = "/sys") -> Dict[str, Any]:
+    """This host's clusterdos_hw (gpus, hcas), read the way gpu_facts and rdma_facts read it."""
+    return {"gpus": hw_gpu.gpu_facts(sysfs), "hcas": hw_rdma.hcas(sysfs)}
+
+
+_VENDOR_OF = {"nvidia.com/gpu": "nvidia", "amd.com/gpu": "amd"}
+
+
 class HardwareContext:
-    def __init__(self, run: Runner, nodes: List[Dict[str, Any]], host: str = "") -> None:
+    def __init__(self, run: Runner, nodes: List[Dict[str, Any]], host: str = "",
+                 hw: Optional[Callable[[], Dict[str, Any]]] = None) -> None:
         self.run = run
         self.host = host
         self.node = next((n for n in nodes if n.get("name") == host), {}) if host else {}
+        self._discover = hw or discover
+        self._hw: Optional[Dict[str, Any]] = None
+
+    @property
+    def hw(self) -> Dict[str, Any]:
+        """The discovered hardware, read once and only by the checks that need it."""
+        if self._hw is None:
+            self._hw = self._discover()
+        return self._hw
 
     def expected_gpus(self, resource: str) -> int:
-        return int((self.node.get("gpus") or {}).get(resource, 0))
+        declared = (self.node.get("gpus") or {}).get(resource)
+        if declared is not None:
+            return int(declared)
+        found = hw_gpu.gpu_list(self.hw.get("gpus"))
+        return sum(g["count"] for g in found if g["vendor"] == _VENDOR_OF.get(resource))
+
+    def said_by(self, resource: str) -> str:
+        """Who expects the GPUs, for messages: the inventory, or the PCI bus (discovered)."""
+        return "inventory says" if (self.node.get("gpus") or {}).get(resource) is not None else "the PCI bus shows"
+
+    def expected_ib_ports(self) -> int:
+        """ib_ports from the inventory, else 1 when an InfiniBand port was discovered."""
+        if self.node.get("ib_ports"):
+            return int(self.node["ib_ports"])
+        ib = [p for h in self.hw.get("hcas") or [] for p in h.get("ports") or [] if p.get("link_layer") == "InfiniBand"]
+        return 1 if ib else 0
 
 
 def _installed(ctx: HardwareContext, tool: str, expected: int, what: str) -> bool:
@@ -95,7 +135,7 @@ def check_nvidia(ctx: HardwareContext) -> Outcome:
     gpus = parse_nvidia_smi(res.out)
     problems = []
     if expected and len(gpus) != expected:
-        problems.append("%d GPUs found, inventory says %d" % (len(gpus), expected))
+        problems.append("%d GPUs found, %s %d" % (len(gpus), ctx.said_by("nvidia.com/gpu"), expected))
     for gpu in gpus:
         ecc = gpu.get("ecc.errors.uncorrected.volatile.total", "")
         if ecc.isdigit() and int(ecc) > 0:
@@ -115,7 +155,7 @@ def check_amd(ctx: HardwareContext) -> Outcome:
     if res.rc != 0 and not cards:
         raise CheckFailed("rocm-smi failed (amdgpu not loaded?): %s" % res.reason())
     if expected and len(cards) != expected:
-        raise CheckFailed("%d AMD GPUs found, inventory says %d" % (len(cards), expected))
+        raise CheckFailed("%d AMD GPUs found, %s %d" % (len(cards), ctx.said_by("amd.com/gpu"), expected))
     if not cards:
         raise CheckSkipped("rocm-smi found no AMD GPU and none is expected")
     models = sorted({str(c.get("Card series") or c.get("Card SKU") or c.get("Card model") or "?") for c in cards})
@@ -123,7 +163,7 @@ def check_amd(ctx: HardwareContext) -> Outcome:
 
 
 def check_infiniband(ctx: HardwareContext) -> Outcome:
-    expected = int(ctx.node.get("ib_ports") or 0)
+    expected = ctx.expected_ib_ports()
     _installed(ctx, "ibstat", expected, "InfiniBand ports")
     res = ctx.run(["ibstat"], timeout=60)
     ports = parse_ibstat(res.out)

@@ -74,7 +74,7 @@ def test_gres_on_host_without_gpus():
     errors = run(hostvars={"c1": {"slurm_node_gres": [{"name": "gpu", "type": "a100", "count": 4}]},
                            "c2": {"slurm_node_gres": ["gpu:2"], "clusterdos_gpus": [{"vendor": "nvidia", "count": 2}]}})
     assert len(errors) == 1
-    assert errors[0].startswith("Host c1 declares GPU GRES") and "slurm_node_gpus" in errors[0]
+    assert errors[0].startswith("Host c1 declares GPU GRES") and "clusterdos_gpus" in errors[0]
 
 
 def test_non_gpu_gres_needs_no_gpus():
