@@ -14,7 +14,8 @@ A role task played on localhost by a unit-test harness does not count: that rend
 templates on the controller, it does not run the task where it is meant to run.
 Skipped and unreachable do not count.
 
-Tasks that need hardware this machine lacks (GPU, InfiniBand, KVM) are listed with a
+Tasks that need what this machine lacks (GPU, InfiniBand, KVM hardware; packages it cannot
+reach offline, such as EL mirrors) are listed with a
 reason in tests/coverage_exempt.yml and reported apart.
 
   scripts/coverage.py              summary, never-run list, HTML page; exit 1 when a task
@@ -44,7 +45,9 @@ DEFAULT_EXEMPT = ROOT / "tests" / "coverage_exempt.yml"
 DEFAULT_HTML = ROOT / "reports" / "coverage.html"
 RUN_STATUSES = frozenset(("ok", "changed", "failed"))
 LOOPBACK = frozenset(("localhost", "127.0.0.1", "::1"))
-HARDWARE = ("gpu", "infiniband", "kvm")
+# What an exempt task needs that this machine lacks: GPU, InfiniBand or KVM hardware, or
+# packages and downloads it cannot reach offline (EL mirrors, vendor release servers).
+HARDWARE = ("gpu", "infiniband", "kvm", "offline")
 # Static imports are resolved when the playbook is parsed; they never run (their tasks do,
 # and are counted). meta tasks are control flow: ansible reports no result for them.
 NOT_RUNNABLE = frozenset(
@@ -270,7 +273,7 @@ def summary_text(tasks: List[Task], scenarios: List[str]) -> str:
     lines = ["%-34s %12s %7s %6s" % ("", "run / total", "exempt", "never")]
     for name, c in groups(tasks).items():
         lines.append("%-34s %5d / %-4d %7d %6d" % (name, c["run"], c["total"], c["exempt"], c["never"]))
-    lines.append("coverage: %d of %d tasks run for real (%s), %d exempt (hardware), %d never run; "
+    lines.append("coverage: %d of %d tasks run for real (%s), %d exempt (hardware/offline), %d never run; "
                  "records from: %s" % (t["run"], t["total"], _pct(t["run"], t["total"]), t["exempt"], t["never"],
                                        ", ".join(scenarios) or "none"))
     return "\n".join(lines)
@@ -325,7 +328,7 @@ def to_html(tasks: List[Task], scenarios: List[str], generated: str) -> str:
         '<div class="meta">Generated %s from the records of: %s</div>' % (esc(generated), esc(", ".join(scenarios) or "none")),
         '<div id="summary" class="overall-%s">' % overall,
         '<span class="badge passed">%d of %d run for real (%s)</span>' % (t["run"], t["total"], _pct(t["run"], t["total"])),
-        '<span class="badge skipped">%d exempt (hardware)</span>' % t["exempt"],
+        '<span class="badge skipped">%d exempt (hardware/offline)</span>' % t["exempt"],
         '<span class="badge failed">%d never run</span>' % t["never"],
         "</div>",
         "<h2>Roles and playbooks</h2>",
@@ -373,7 +376,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print("  %s  %s" % (task.where, task.name))
         exempt = [t for t in tasks if t.exempt and not t.ran]
         if exempt:
-            print("\nexempt, need hardware this machine lacks (%d):" % len(exempt))
+            print("\nexempt, need hardware or downloads this machine lacks (%d):" % len(exempt))
             for task in exempt:
                 print("  %s  %s  [%s] %s" % (task.where, task.name, task.exempt["needs"], task.exempt["reason"]))
         ran_exempt = [t for t in tasks if t.exempt and t.ran]

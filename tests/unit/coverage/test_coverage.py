@@ -200,7 +200,7 @@ def test_exemptions_by_file_name_and_line_and_their_problems(tree):
                       "roles/demo/tasks/main.yml:16": "infiniband"}
     assert len(problems) == 3
     assert "no task matches roles/demo/tasks/main.yml named 'Gone'" in problems[0]
-    assert "needs must be one of gpu, infiniband, kvm" in problems[1]
+    assert "needs must be one of gpu, infiniband, kvm, offline" in problems[1]
     assert "needs file and reason" in problems[2]
 
 
@@ -223,7 +223,7 @@ def test_main_fails_on_tasks_neither_run_nor_exempt_and_writes_html(tree, tmp_pa
     assert cov.main(args) == 1
     out = capsys.readouterr().out
     assert "role demo                              8 / 9          0      1" in out
-    assert "coverage: 11 of 12 tasks run for real (92%), 0 exempt (hardware), 1 never run" in out
+    assert "coverage: 11 of 12 tasks run for real (92%), 0 exempt (hardware/offline), 1 never run" in out
     assert "never run (1):\n  roles/demo/tasks/main.yml:22  Deep" in out
     assert "1 unreadable record line(s) skipped" in out
     assert cov.main(args + ["--no-fail"]) == 0
@@ -233,7 +233,7 @@ def test_main_fails_on_tasks_neither_run_nor_exempt_and_writes_html(tree, tmp_pa
                       "    reason: starts a guest under KVM\n")
     assert cov.main(args) == 0
     out = capsys.readouterr().out
-    assert "exempt, need hardware this machine lacks (1):\n  roles/demo/tasks/main.yml:22  Deep  [kvm]" in out
+    assert "exempt, need hardware or downloads this machine lacks (1):\n  roles/demo/tasks/main.yml:22  Deep  [kvm]" in out
     text = page.read_text()
     # The validation report's look, by reuse of its style sheet.
     from ansible_collections.clusterdos.cluster.plugins.module_utils.validate import report
