@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from ansible_collections.clusterdos.cluster.plugins.module_utils.validate import hardware, kubernetes, slurm
+from ansible_collections.clusterdos.cluster.plugins.module_utils.validate import clusterd, hardware, kubernetes, slurm
 from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.core import (
     Check,
     ModuleRunner,
@@ -17,7 +17,7 @@ from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.core i
 )
 
 CHECKS: List[Check] = kubernetes.CHECKS + [c for c in slurm.CHECKS if c.group == "slurm"] + hardware.CHECKS + [
-    c for c in slurm.CHECKS if c.group != "slurm"]
+    c for c in slurm.CHECKS if c.group != "slurm"] + clusterd.CHECKS
 
 
 def argument_spec() -> Dict[str, Any]:
@@ -71,6 +71,7 @@ def contexts(params: Dict[str, Any], run: Runner) -> Dict[str, Any]:
             mpi=params["slurm_mpi"], mpi_program=params["mpi_program"], nccl_program=params["nccl_program"],
             nccl_min_busbw=params["nccl_min_busbw"], timeout=params["timeout"]),
         "hardware": hardware.HardwareContext(run, nodes, host=params["host"]),
+        "clusterd": clusterd.ClusterdContext(run, nodes, host=params["host"], timeout=params["timeout"]),
     }
 
 

@@ -121,7 +121,7 @@ def test_select_keeps_registry_order_and_dedupes():
 def test_every_registered_check_name_is_unique_and_grouped():
     names = [c.name for c in runner.CHECKS]
     assert len(names) == len(set(names))
-    assert {c.group for c in runner.CHECKS} == {"kubernetes", "slurm", "hardware"}
+    assert {c.group for c in runner.CHECKS} == {"kubernetes", "slurm", "hardware", "clusterd"}
 
 
 @pytest.mark.parametrize("group", ["kubernetes", "slurm", "hardware"])

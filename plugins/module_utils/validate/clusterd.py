@@ -1,0 +1,165 @@
+# Copyright: clusterdOS developers
+# Apache License 2.0 (see LICENSE)
+"""ClusterD (Mesos continuation) checks, run on a master: a leading master elected through
+ZooKeeper, every agent of the inventory registered and active with the expected
+resources (its NVIDIA GPUs as the gpus resource), and a task run with mesos-execute
+finishing. They apply only when the inventory has ClusterD agents or masters: without
+them every check is skipped with that reason.
+
+The master's state comes from its HTTP endpoint (/master/state, which a master that is
+not the leader answers by redirecting to the leader), read with the host's python3 so no
+HTTP client has to be installed; the ZooKeeper URL from the package's /etc/mesos/zk."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional
+
+from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.core import (
+    Check,
+    CheckFailed,
+    CheckSkipped,
+    Outcome,
+    Runner,
+)
+
+GPU_KEY = "nvidia.com/gpu"
+# Reads a JSON endpoint (following the redirect to the leader); prints it or the error.
+_FETCH = ("import json,ssl,sys,urllib.request;"
+          "c=ssl.create_default_context();c.check_hostname=False;c.verify_mode=ssl.CERT_NONE;"
+          "print(urllib.request.urlopen(sys.argv[1],timeout=20,context=c).read().decode())")
+
+
+def parse_state(text: str) -> Dict[str, Any]:
+    """The master's /master/state JSON; CheckFailed when it is not JSON."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CheckFailed("the master's state is not JSON: %s" % str(exc)[:120])
+    if not isinstance(data, dict):
+        raise CheckFailed("the master's state is not a JSON object")
+    return data
+
+
+def agents_by_hostname(state: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """{hostname: agent} from the state's `slaves` (the API's name for agents)."""
+    return {a.get("hostname", ""): a for a in state.get("slaves") or [] if isinstance(a, dict)}
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def agent_problems(agent: Optional[Dict[str, Any]], expected_gpus: int) -> List[str]:
+    """Why one agent's registration is not as the inventory expects (empty when it is)."""
+    if agent is None:
+        return ["not registered"]
+    problems = []
+    if not agent.get("active", False):
+        problems.append("registered but not active")
+    resources = agent.get("resources") or {}
+    for name in ("cpus", "mem"):
+        if _number(resources.get(name)) <= 0:
+            problems.append("offers no %s" % name)
+    gpus = int(_number(resources.get("gpus")))
+    if gpus != expected_gpus:
+        problems.append("offers %d GPU%s, the inventory expects %d" % (gpus, "" if gpus == 1 else "s", expected_gpus))
+    return problems
+
+
+class ClusterdContext:
+    def __init__(self, run: Runner, nodes: List[Dict[str, Any]], host: str = "", agent_group: str = "clusterd_agent",
+                 master_group: str = "clusterd_master", port: int = 5050, zk_file: str = "/etc/mesos/zk",
+                 execute_resources: str = "cpus:0.1;mem:32", timeout: int = 120) -> None:
+        self.run = run
+        self.agents = [n for n in nodes if agent_group in (n.get("roles") or [])]
+        self.masters = [n for n in nodes if master_group in (n.get("roles") or [])]
+        me = next((n for n in nodes if n.get("name") == host), {})
+        self.address = me.get("address") or "127.0.0.1"
+        self.port = port
+        self.zk_file = zk_file
+        self.execute_resources = execute_resources
+        self.timeout = timeout
+        self._state: Optional[Dict[str, Any]] = None
+
+    def applies(self) -> None:
+        if not self.agents and not self.masters:
+            raise CheckSkipped("no ClusterD masters or agents in the inventory")
+
+    def state(self) -> Dict[str, Any]:
+        if self._state is None:
+            url = "http://%s:%d/master/state" % (self.address, self.port)
+            res = self.run(["python3", "-c", _FETCH, url], timeout=60)
+            if res.rc != 0:
+                raise CheckFailed("the master at %s:%d does not answer: %s" % (self.address, self.port, res.reason()))
+            self._state = parse_state(res.out)
+        return self._state
+
+    def zk_url(self) -> str:
+        res = self.run(["cat", self.zk_file], timeout=30)
+        url = res.out.strip()
+        if res.rc != 0 or not url.startswith("zk://"):
+            raise CheckFailed("no ZooKeeper URL in %s on this master: %s" % (self.zk_file, res.reason()))
+        return url
+
+
+def check_leader(ctx: ClusterdContext) -> str:
+    ctx.applies()
+    state = ctx.state()
+    leader = state.get("leader") or ""
+    if not leader:
+        raise CheckFailed("no leading master: the masters have not elected one through ZooKeeper (quorum lost, or "
+                          "ZooKeeper unreachable); see /var/log/mesos on the masters")
+    info = state.get("leader_info") or {}
+    where = info.get("hostname") or leader
+    return "leader %s (cluster %s, version %s)" % (where, state.get("cluster") or "-", state.get("version") or "-")
+
+
+def check_agents(ctx: ClusterdContext) -> Outcome:
+    ctx.applies()
+    if not ctx.agents:
+        raise CheckSkipped("no ClusterD agents in the inventory")
+    registered = agents_by_hostname(ctx.state())
+    problems, seen = [], {}
+    for node in ctx.agents:
+        expected = int((node.get("gpus") or {}).get(GPU_KEY, 0))
+        agent = registered.get(node["name"])
+        issues = agent_problems(agent, expected)
+        if issues:
+            problems.append("%s: %s" % (node["name"], ", ".join(issues)))
+        elif agent is not None:
+            res = agent.get("resources") or {}
+            seen[node["name"]] = {"cpus": _number(res.get("cpus")), "mem": _number(res.get("mem")),
+                                  "gpus": int(_number(res.get("gpus")))}
+    if problems:
+        raise CheckFailed("agents not as expected: %s" % "; ".join(problems))
+    return Outcome("%d agent%s registered and active: %s" % (
+        len(seen), "" if len(seen) == 1 else "s",
+        ", ".join("%s (%g cpus, %g MB, %d GPU)" % (n, r["cpus"], r["mem"], r["gpus"]) for n, r in sorted(seen.items()))),
+        data={"agents": seen})
+
+
+def check_execute(ctx: ClusterdContext) -> str:
+    ctx.applies()
+    if not ctx.agents:
+        raise CheckSkipped("no ClusterD agents in the inventory to run a task on")
+    url = ctx.zk_url()
+    argv = ["mesos-execute", "--master=%s" % url, "--name=clusterdos-validate",
+            "--command=echo clusterdos-validate", "--resources=%s" % ctx.execute_resources]
+    res = ctx.run(argv, timeout=ctx.timeout + 60)
+    text = res.out + res.err
+    if res.rc != 0 or "TASK_FINISHED" not in text:
+        last = [line for line in text.splitlines() if "TASK_" in line][-1:] or [res.reason()]
+        raise CheckFailed("mesos-execute did not finish its task: %s" % last[0].strip())
+    return "mesos-execute ran a task to TASK_FINISHED through %s" % url
+
+
+CHECKS = [
+    Check("clusterd.leader", "A leading ClusterD master is elected through ZooKeeper", check_leader),
+    Check("clusterd.agents", "Every ClusterD agent is registered and active with its resources (GPUs where present)",
+          check_agents),
+    Check("clusterd.execute", "A task run with mesos-execute finishes", check_execute, mutates=True),
+]
