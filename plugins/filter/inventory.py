@@ -117,6 +117,10 @@ _COLLECTION_VARS: dict[str, dict[str, Any]] = {
     "clusterdos_gvisor_group": {"type": "str"},
     "clusterdos_kata_group": {"type": "str"},
     "clusterdos_login_group": {"type": "str"},
+    "clusterdos_zookeeper_group": {"type": "str"},
+    "clusterdos_clusterd_master_group": {"type": "str"},
+    "clusterdos_clusterd_agent_group": {"type": "str"},
+    "clusterdos_clusterd_frameworks_group": {"type": "str"},
 }
 # Read by playbooks (host patterns), not by a role.
 _PLAYBOOK_VARS: dict[str, dict[str, Any]] = {
