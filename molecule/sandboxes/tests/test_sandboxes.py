@@ -1,11 +1,12 @@
 """Verify gVisor and Kata on real lab hosts (podman containers with systemd).
 
 What runs for real: Debian's runsc runs a busybox bundle built here on the host, and
-the workload sees gVisor's kernel; containerd 1.6 reads both drop-ins into its merged
-config; the Kata preflight refuses this host (no hardware virtualization).
-Not exercised here: pods through containerd-shim-runsc-v1 (Debian's runsc has no shim),
-a healthy CRI plugin with the drop-ins (needs containerd 2.x, see below) and any Kata VM
-(no usable KVM, no release tarball offline).
+the workload sees gVisor's kernel; the containerd role (Debian's containerd 1.6) keeps
+the runsc and kata handlers in its one CRI drop-in, and the CRI plugin loads with them and
+with the role's own settings; the Kata preflight refuses this host (no hardware
+virtualization).
+Not exercised here: pods through containerd-shim-runsc-v1 (Debian's runsc has no shim)
+and any Kata VM (no usable KVM, no release tarball offline).
 """
 
 from __future__ import annotations
@@ -90,16 +91,32 @@ def test_containerd_loads_gvisor_handler(gvisor):
     assert gvisor.service("containerd").is_running
 
 
-def test_containerd_1x_import_replaces_the_cri_section(gvisor):
-    """The named gap on containerd 1.6/1.7: an import replaces the whole CRI plugin
-    section (containerd/containerd#5837), so with only the runsc handler the default
-    runc runtime is gone and the CRI plugin refuses to load. containerd 2.x (config
-    version 3, the containerd role's upstream default) merges imports key by key; it is
-    not obtainable here, so CRI health with the drop-ins is not exercised."""
-    cri = [line for line in gvisor.check_output("ctr plugins ls").splitlines()
+def _cri_state(host) -> str:
+    cri = [line for line in host.check_output("ctr plugins ls").splitlines()
            if line.split()[:2] == ["io.containerd.grpc.v1", "cri"]]
-    assert cri and cri[0].split()[-1] == "error"
-    assert "runc" not in _runtimes(gvisor)
+    assert cri, "containerd lists no CRI plugin"
+    return cri[0].split()[-1]
+
+
+@pytest.mark.parametrize("name", [GVISOR, KATA])
+def test_cri_plugin_loads_with_every_handler_and_keeps_its_settings(name, gvisor, kata):
+    """containerd 1.6 replaces a whole plugin table per imported file
+    (containerd/containerd#5837): with a runtime drop-in of its own the CRI plugin fell
+    back to defaults or refused to load. The handlers are registered with the containerd
+    role instead, so CRI loads with runc, the sandbox handler and the role's settings."""
+    host = {GVISOR: gvisor, KATA: kata}[name]
+    assert _cri_state(host) == "ok"
+    cri = _dump(host)["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["sandbox_image"] == "registry.k8s.io/pause:3.10.2"
+    assert cri["restrict_oom_score_adj"] is True
+    runtimes = cri["containerd"]["runtimes"]
+    assert runtimes["runc"]["runtime_type"] == "io.containerd.runc.v2"
+    assert cri["containerd"]["default_runtime_name"] == "runc"
+    assert {GVISOR: "runsc", KATA: "kata"}[name] in runtimes
+    # One CRI drop-in on the host; the handler is data in the registry.
+    assert host.run("ls /etc/containerd/conf.d").stdout.split() == ["10-clusterdos.toml"]
+    handler = {GVISOR: "runsc", KATA: "kata"}[name]
+    assert host.file(f"/etc/containerd/runtimes.d/{handler}.json").exists
 
 
 def test_debian_runsc_has_no_containerd_shim(gvisor):
