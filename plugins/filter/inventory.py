@@ -122,6 +122,25 @@ _COLLECTION_VARS: dict[str, dict[str, Any]] = {
     "clusterdos_clusterd_agent_group": {"type": "str"},
     "clusterdos_clusterd_frameworks_group": {"type": "str"},
 }
+# Variables that are gone, and what replaces them (named in the preflight's message).
+_CILIUM_ONE_SET = "Cilium has one set of knobs, the Kubernetes stage's: set "
+_GONE: dict[str, str] = {
+    "kubernetes_cluster_cilium_chart_version": "the Cilium chart version is the add-on catalog's cilium entry; pin "
+                                               "another with addons_catalog_overrides: {cilium: {version: X}}",
+    "kubernetes_cluster_cilium_repo_url": "Cilium's chart comes from addons_chart_mirror (clusterdos_chart_mirror), "
+                                          "else its catalog entry's repository",
+    "kubernetes_cluster_cilium_chart_path": "set clusterdos_chart_mirror (or addons_chart_mirror) to the directory of "
+                                            "chart archives",
+    "kubernetes_cluster_registry_mirror": "Cilium's images come from addons_image_registry_mirror "
+                                          "(clusterdos_registry_mirror)",
+    "addons_cilium_kube_proxy_replacement": _CILIUM_ONE_SET + "kubernetes_cluster_cilium_kube_proxy_replacement",
+    "addons_cilium_routing_mode": _CILIUM_ONE_SET + "kubernetes_cluster_cilium_routing_mode",
+    "addons_cilium_tunnel_protocol": _CILIUM_ONE_SET + "kubernetes_cluster_cilium_values: {tunnelProtocol: geneve}",
+    "addons_cilium_native_routing_cidr": _CILIUM_ONE_SET + "kubernetes_cluster_cilium_native_cidr",
+    "addons_cilium_hubble": _CILIUM_ONE_SET + "kubernetes_cluster_cilium_hubble",
+    "addons_cilium_api_server_host": _CILIUM_ONE_SET + "kubernetes_cluster_endpoint (Cilium gets the cluster's endpoint)",
+    "addons_cilium_api_server_port": _CILIUM_ONE_SET + "kubernetes_cluster_endpoint_port (Cilium gets the cluster's endpoint)",
+}
 # Read by playbooks (host patterns), not by a role.
 _PLAYBOOK_VARS: dict[str, dict[str, Any]] = {
     "addons_hosts": {"type": "raw"},
@@ -288,6 +307,9 @@ def _host_problems(hv: Mapping[str, Any], known: Mapping[str, Mapping[str, Any]]
             continue
         option = known.get(name)
         if option is None and any(name.startswith(k[:-1]) for k in known if k.endswith("_*")):
+            continue
+        if option is None and name in _GONE:
+            out.append((name, "", f"is gone: {_GONE[name]}"))
             continue
         if option is None:
             close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)

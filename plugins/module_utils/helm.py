@@ -471,8 +471,9 @@ def check_charts(helm: HelmRelease, releases: t.List[t.Dict[str, t.Any]], verify
     """
     problems: t.List[str] = []
     for rel in releases:
-        source = chart_source(rel["chart"], rel["version"], repo_url=rel["repo_url"], chart_path=rel["chart_path"])
         try:
+            # A chart missing from a directory mirror is found here already; reported with the rest.
+            source = chart_source(rel["chart"], rel["version"], repo_url=rel["repo_url"], chart_path=rel["chart_path"])
             if rel["crds"]:
                 # One render reads the chart, checks the values and gives the CRDs of what they enable.
                 rel["crd_manifest"] = helm.release_crds(rel["release"], rel["namespace"], source, rel["release_values"])

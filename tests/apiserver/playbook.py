@@ -1,4 +1,4 @@
-"""Run the addons role (or one of its task files) with ansible-playbook on localhost, as a site would.
+"""Run the addons role (or one of its task files, or any tasks) with ansible-playbook on localhost, as a site would.
 
 The venv's helm and kubectl are on PATH, the collection resolves from this checkout, and
 the role's own variables are passed as extra vars (the precedence of group_vars over the
@@ -49,21 +49,30 @@ def sample_addon_vars() -> dict:
 def run_role(tmp_path: Path, role_vars: dict, tasks_from: str = "main.yml", check: bool = False, diff: bool = False,
              dump: str | None = None) -> Run:
     """Play the addons role's TASKS_FROM on localhost; DUMP names a variable to write out as JSON."""
+    tasks = [{"name": "Apply the addons role", "ansible.builtin.include_role": {
+        "name": "clusterdos.cluster.addons", "tasks_from": tasks_from, "public": True}}]
+    return run_play(tmp_path, tasks, role_vars, check=check, diff=diff, dump=dump)
+
+
+def run_play(tmp_path: Path, tasks: list, extra_vars: dict, check: bool = False, diff: bool = False,
+             dump: str | None = None, host_vars: dict | None = None, groups: dict | None = None) -> Run:
+    """TASKS in one play on localhost (in GROUPS too, with HOST_VARS), EXTRA_VARS as -e; DUMP as in run_role."""
     out = tmp_path / "dump.json"
     if out.exists():
         out.unlink()
-    tasks = [{"name": "Apply the addons role", "ansible.builtin.include_role": {
-        "name": "clusterdos.cluster.addons", "tasks_from": tasks_from, "public": True}}]
+    tasks = list(tasks)
     if dump:
         tasks.append({"name": "Write out a value", "ansible.builtin.copy": {
             "content": "{{ " + dump + " | to_json }}", "dest": str(out), "mode": "0600"}, "check_mode": False,
             # The test's own file: not a change of the role's, so the recap counts only the role.
             "changed_when": False})
-    play = [{"name": "add-ons", "hosts": "localhost", "gather_facts": False, "tasks": tasks}]
+    play = [{"name": "under test", "hosts": "localhost", "gather_facts": False, "tasks": tasks}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
-    inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
+    local = dict({"ansible_connection": "local", "ansible_python_interpreter": sys.executable}, **(host_vars or {}))
+    inventory = {"all": {"hosts": {"localhost": local},
+                         "children": {g: {"hosts": {h: None for h in members}} for g, members in (groups or {}).items()}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "vars.json").write_text(json.dumps(role_vars))
+    (tmp_path / "vars.json").write_text(json.dumps(extra_vars))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"),
                ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",

@@ -140,6 +140,11 @@ class ApiServer:
     def get(self, *args: str) -> dict:
         return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
 
+    def helm(self, *args: str) -> str:
+        """helm ARGS against this server; its output."""
+        return subprocess.run([str(VENV_BIN / "helm"), *args, "--kubeconfig", str(self.kubeconfig)], capture_output=True,
+                              text=True, check=True, timeout=120).stdout
+
     def helm_list(self) -> dict:
         """Every release on the server: namespace/name -> helm list's entry."""
         out = subprocess.run([str(VENV_BIN / "helm"), "list", "--all-namespaces", "--output", "json",

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import struct
 import subprocess
-import zlib
 from xml.etree import ElementTree as ET
 
 import pytest
@@ -15,6 +13,7 @@ import pytest
 from ansible_collections.clusterdos.cluster.plugins.module_utils.validate import report
 
 from conftest import FIXTURES
+from pngdecode import png_pixels
 
 DATA = json.loads((FIXTURES / "report_results.json").read_text())
 RESULTS, TOPOLOGY = DATA["results"], DATA["topology"]
@@ -63,48 +62,6 @@ def test_html_escapes_detail_and_draws_every_node():
     assert '<tr class="failed"><td class="status">failed</td><td>kubernetes.gpus</td>' in html
 
 
-def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
-    """Decode an 8-bit RGB/RGBA PNG (what Chromium writes) into rows of pixels."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG file"
-    pos, idat, header = 8, b"", None
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    width, height, depth, color = header[:4]
-    assert depth == 8 and color in (2, 6), header
-    bpp = 3 if color == 2 else 4
-    raw = zlib.decompress(idat)
-    stride = width * bpp
-    rows, prev = [], bytearray(stride)
-    for y in range(height):
-        ftype = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        if ftype == 1:
-            for i in range(bpp, stride):
-                line[i] = (line[i] + line[i - bpp]) & 0xFF
-        elif ftype == 2:
-            line = bytearray((a + b) & 0xFF for a, b in zip(line, prev))
-        elif ftype == 3:
-            for i in range(stride):
-                left = line[i - bpp] if i >= bpp else 0
-                line[i] = (line[i] + ((left + prev[i]) >> 1)) & 0xFF
-        elif ftype == 4:
-            for i in range(stride):
-                a = line[i - bpp] if i >= bpp else 0
-                b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
-        rows.append(bytes(line))
-        prev = line
-    return width, height, [bytes(r[i:i + 3]) for r in rows for i in range(0, stride, bpp)]
-
-
 def test_html_report_renders_in_headless_chromium(tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
@@ -117,7 +74,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path):
          "--user-data-dir=%s" % (tmp_path / "profile"), "--screenshot=%s" % shot, "--window-size=1100,900",
          page.as_uri()],
         check=True, capture_output=True, timeout=120)
-    width, height, pixels = _png_pixels(shot.read_bytes())
+    width, height, pixels = png_pixels(shot.read_bytes())
     assert (width, height) == (1100, 900)
     colors = set(pixels)
     assert len(colors) > 50, "the screenshot is (nearly) blank"

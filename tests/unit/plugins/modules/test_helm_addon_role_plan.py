@@ -2,7 +2,7 @@
 
 Only the role's addons_validate tasks run (no cluster, no chart download): this proves
 the role's derived values and generated objects (Kueue queues, GPU operator driver
-mode, Cilium options) are built as data, and that bad input stops before any release.
+mode) are built as data, and that bad input stops before any release.
 """
 
 from __future__ import annotations
@@ -32,14 +32,9 @@ def _play(tmp_path, extra):
 
 def test_role_plans_a_gpu_cluster(tmp_path):
     proc, result = _play(tmp_path, {
-        "addons_enabled": ["cilium", "cert_manager", "kueue", "node_feature_discovery", "gpu_operator", "dashboard"],
+        "addons_enabled": ["cert_manager", "kueue", "node_feature_discovery", "gpu_operator", "dashboard"],
         "addons_gpu_operator_host_driver": False,
         "addons_gpu_operator_host_toolkit": True,
-        "addons_cilium_kube_proxy_replacement": True,
-        "addons_cilium_api_server_host": "10.0.0.10",
-        "addons_cilium_routing_mode": "native",
-        "addons_cilium_native_routing_cidr": "10.244.0.0/16",
-        "addons_cilium_hubble": True,
         "addons_kueue_local_queue_namespaces": ["default", "team-a"],
         "addons_image_registry_mirror": "registry.site:5000",
         "addons_values": {"dashboard": {"kong": {"proxy": {"type": "NodePort"}}}},
@@ -52,13 +47,7 @@ def test_role_plans_a_gpu_cluster(tmp_path):
     gpu = plan["gpu_operator"]["release_values"]
     assert gpu["driver"]["enabled"] is True and gpu["toolkit"]["enabled"] is False and gpu["nfd"] == {"enabled": False}
     assert gpu["driver"]["repository"] == "registry.site:5000/nvidia"
-    cilium = plan["cilium"]["release_values"]
-    assert {k: cilium[k] for k in ("kubeProxyReplacement", "routingMode", "ipv4NativeRoutingCIDR", "autoDirectNodeRoutes",
-                                   "k8sServiceHost", "k8sServicePort")} == {
-        "kubeProxyReplacement": True, "routingMode": "native", "ipv4NativeRoutingCIDR": "10.244.0.0/16",
-        "autoDirectNodeRoutes": True, "k8sServiceHost": "10.0.0.10", "k8sServicePort": 6443}
-    assert "tunnelProtocol" not in cilium and cilium["hubble"]["relay"]["enabled"] is True
-    assert cilium["image"]["repository"] == "registry.site:5000/cilium/cilium"
+    assert "cilium" not in plan
     assert plan["dashboard"]["release_values"]["kong"]["proxy"]["tls"]["nodePort"] == 32443
     kinds = [(m["kind"], m["metadata"].get("namespace")) for m in result["extra_manifests"]["kueue"]]
     assert kinds == [("ResourceFlavor", None), ("ClusterQueue", None), ("LocalQueue", "default"), ("LocalQueue", "team-a")]
@@ -74,11 +63,14 @@ def test_role_stops_on_a_missing_dependency_before_any_release(tmp_path):
     assert "kueue is enabled but depends on ['cert_manager'], which is not: enable cert_manager too" in proc.stdout
 
 
-def test_role_stops_on_native_routing_without_a_cidr(tmp_path):
-    proc, result = _play(tmp_path, {"addons_enabled": ["cilium"], "addons_cilium_routing_mode": "native",
-                                    "addons_cilium_native_routing_cidr": ""})
+def test_role_leaves_cilium_to_the_kubernetes_stage(tmp_path):
+    """One Cilium install path: the Kubernetes stage's (tests/apiserver/test_kubernetes_cilium_real_api.py)."""
+    proc, result = _play(tmp_path, {"addons_enabled": ["cilium", "cert_manager"],
+                                    "addons_values": {"cilium": {"hubble": {"enabled": True}}}})
     assert proc.returncode != 0 and result is None
-    assert "native routing needs the pod CIDR in addons_cilium_native_routing_cidr" in proc.stdout
+    out = " ".join(proc.stdout.split())
+    assert "Cilium is the Kubernetes stage's pod network" in out
+    assert "Remove cilium from addons_enabled and its values from addons_values (put them in kubernetes_cluster_cilium_values)" in out
 
 
 def test_role_stops_when_the_api_cannot_be_read(tmp_path):
