@@ -26,6 +26,14 @@ import tempfile
 import typing as t
 from dataclasses import dataclass, field
 
+try:
+    import yaml as _yaml
+
+    _YAML_LOADER = getattr(_yaml, "CSafeLoader", _yaml.SafeLoader)
+except ImportError:  # pragma: no cover - PyYAML comes with Ansible and the kubernetes client
+    _yaml = None  # type: ignore[assignment]
+    _YAML_LOADER = None
+
 # (argv) -> (rc, stdout, stderr); the module passes AnsibleModule.run_command.
 Runner = t.Callable[[t.List[str]], t.Tuple[int, str, str]]
 
@@ -212,6 +220,28 @@ def normalize_manifest(manifest: str) -> t.List[str]:
         if doc:
             docs.append(doc)
     return sorted(docs)
+
+
+def manifest_objects(manifest: str) -> t.List[str]:
+    """The objects of a rendered manifest, each parsed and written back as canonical JSON, sorted.
+
+    What the API server would be sent, whatever the YAML spelling: charts that reuse a
+    stored secret through ``lookup`` render it quoted at install (``"c2VjcmV0"``, from
+    ``b64enc | quote``) and bare at every later render (``c2VjcmV0``, from the looked-up
+    data); the Grafana admin password and the Kubernetes Dashboard's CSRF key do. Compared
+    as text those count as a change at every run. Without PyYAML on the host, the text
+    documents (``normalize_manifest``) are compared instead.
+    """
+    docs = normalize_manifest(manifest)
+    if _yaml is None:
+        return docs
+    objects = []
+    for doc in docs:
+        try:
+            objects.append(json.dumps(_yaml.load(doc, Loader=_YAML_LOADER), sort_keys=True, default=str))
+        except _yaml.YAMLError:
+            objects.append(doc)
+    return sorted(objects)
 
 
 def normalize_values(values: t.Any) -> t.Dict[str, t.Any]:
@@ -420,7 +450,7 @@ class HelmRelease:
                                      f"render {req.name} against the cluster (dry run)") or {}
                 deployed_manifest = self._call(cli.get_manifest(req.name, req.namespace), f"read the manifest of {req.name}")
                 deployed_values = self._json(cli.get_values(req.name, req.namespace), f"read the values of {req.name}")
-                result.manifest_changed = normalize_manifest(deployed_manifest) != normalize_manifest(desired.get("manifest", ""))
+                result.manifest_changed = manifest_objects(deployed_manifest) != manifest_objects(desired.get("manifest", ""))
                 result.values_changed = normalize_values(deployed_values) != normalize_values(req.values)
                 # A new chart version is a new release even when it renders the same objects.
                 result.chart_changed = _chart_id(desired) not in (None, current.get("chart"))
