@@ -459,7 +459,8 @@ class HelmRelease:
                 if want_diff:
                     result.diff = {
                         "before": _diff_text(deployed_manifest, deployed_values),
-                        "after": _diff_text(desired.get("manifest", ""), req.values),
+                        # Unchanged: the same objects, maybe spelled otherwise (see manifest_objects); no diff to show.
+                        "after": _diff_text(desired.get("manifest", "") if result.changed else deployed_manifest, req.values),
                         "before_header": f"{req.namespace}/{req.name} (deployed)",
                         "after_header": f"{req.namespace}/{req.name} (desired)",
                     }
