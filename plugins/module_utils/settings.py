@@ -1,0 +1,47 @@
+# Copyright: clusterdOS developers
+# Apache License 2.0 (see LICENSE)
+"""The collection-wide settings and their defaults, written once.
+
+Read through the clusterdos.cluster.setting lookup: the inventory's value when it sets
+one, else the default here. Group names are parameters (an inventory may call its
+control planes "masters"); versions and mirrors are the site's to change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+DEFAULTS: Dict[str, Any] = {
+    # Inventory groups.
+    "clusterdos_kube_control_plane_group": "kube_control_plane",
+    "clusterdos_kube_node_group": "kube_node",
+    "clusterdos_gpu_nvidia_group": "gpu_nvidia",
+    "clusterdos_gpu_amd_group": "gpu_amd",
+    "clusterdos_rdma_group": "rdma",
+    "clusterdos_storage_server_group": "storage_server",
+    "clusterdos_nfs_client_group": "all",
+    "clusterdos_lustre_client_group": "lustre_client",
+    "clusterdos_gvisor_group": "gvisor",
+    "clusterdos_kata_group": "kata",
+    "clusterdos_login_group": "login",
+    "slurm_controller_group": "slurm_controller",
+    "slurm_compute_group": "slurm_compute",
+    "slurm_dbd_group": "slurm_dbd",
+    "slurm_login_group": "slurm_login",
+    "slurm_new_nodes_group": "slurm_new_nodes",
+    # Versions.
+    "clusterdos_kubernetes_version": "1.34.1",
+    # Artifact sources (empty: upstream).
+    "clusterdos_file_mirror": "",
+    "clusterdos_package_proxy": "",
+}
+
+
+def setting(name: str, variables: Dict[str, Any]) -> Any:
+    """The inventory's value of NAME when it sets one, else the collection's default.
+
+    Raises KeyError for a name that is not a collection-wide setting.
+    """
+    if name not in DEFAULTS:
+        raise KeyError(f"{name!r} is not a collection-wide setting; known: {', '.join(sorted(DEFAULTS))}")
+    return variables[name] if name in variables else DEFAULTS[name]

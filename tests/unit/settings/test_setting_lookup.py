@@ -1,0 +1,67 @@
+"""clusterdos.cluster.setting: collection-wide defaults written once, run through
+ansible-playbook on localhost (no host changes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.clusterdos.cluster.plugins.module_utils.settings import DEFAULTS, setting
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_inventory_value_wins_else_the_default():
+    assert setting("clusterdos_gpu_nvidia_group", {}) == "gpu_nvidia"
+    assert setting("clusterdos_gpu_nvidia_group", {"clusterdos_gpu_nvidia_group": "h100"}) == "h100"
+    with pytest.raises(KeyError, match="not a collection-wide setting"):
+        setting("clusterdos_gpu_group", {})
+
+
+def _play(tmp_path: Path, inventory_vars: dict, expr: str, *args: str) -> subprocess.CompletedProcess:
+    (tmp_path / "inv.json").write_text(json.dumps({"all": {"hosts": {"h1": {"ansible_connection": "local"}},
+                                                           "vars": {"ansible_python_interpreter": sys.executable, **inventory_vars}},
+                                                   "mine": {"hosts": {"h1": {}}}}))
+    (tmp_path / "play.yml").write_text(json.dumps([{
+        "name": "setting", "hosts": "{{ lookup('clusterdos.cluster.setting', 'clusterdos_login_group') }}",
+        "gather_facts": False, "tasks": [{"name": "Show", "ansible.builtin.debug": {"msg": expr}}]}]))
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json"}
+    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "inv.json"), *args,
+                           str(tmp_path / "play.yml")], capture_output=True, text=True, check=False, env=env, cwd=ROOT)
+
+
+def _msg(proc: subprocess.CompletedProcess):
+    data = json.loads(proc.stdout)
+    return [r["msg"] for p in data["plays"] for t in p["tasks"] for r in t["hosts"].values()]
+
+
+def test_lookup_in_a_play_reads_inventory_values_and_templates_them(tmp_path):
+    expr = "{{ query('clusterdos.cluster.setting', 'slurm_compute_group', 'clusterdos_kubernetes_version') }}"
+    proc = _play(tmp_path, {"clusterdos_kubernetes_version": "{{ '1.36' ~ '.2' }}"}, expr, "-e", "clusterdos_login_group=mine")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert _msg(proc) == [["slurm_compute", "1.36.2"]]
+
+
+def test_unknown_setting_is_refused_listing_the_known_ones(tmp_path):
+    proc = _play(tmp_path, {}, "{{ lookup('clusterdos.cluster.setting', 'clusterdos_gpu_group') }}", "-e", "clusterdos_login_group=mine")
+    assert proc.returncode != 0
+    assert "'clusterdos_gpu_group' is not a collection-wide setting; known: clusterdos_file_mirror" in proc.stdout
+
+
+# The stage playbooks and role defaults moved to the lookup write no fallback of their own.
+MOVED = ["playbooks/%s.yml" % p for p in ("gpu", "rdma", "storage", "sandboxes", "slurm", "login")] + [
+    "roles/%s/defaults/main.yml" % r for r in ("nvidia_gpu", "amd_gpu", "rdma", "slurm", "login", "gvisor", "kata",
+                                                "containerd", "kubernetes_packages")]
+
+
+@pytest.mark.parametrize("path", MOVED)
+def test_no_second_copy_of_a_default(path):
+    text = (ROOT / path).read_text()
+    copies = [m.group(0) for m in re.finditer(r"\b([a-z_]+) \| default\('[^']*'\)", text) if m.group(1) in DEFAULTS]
+    assert copies == []
