@@ -26,7 +26,10 @@ from .util import LabError, log, mem_available_mib, require_root, require_tools,
 
 # Generous: on a loaded 2-core machine systemd in a container can take a minute to boot.
 SSH_TIMEOUT = float(os.environ.get("CLUSTERDOS_LAB_SSH_TIMEOUT", "240"))
-VM_SSH_TIMEOUT = float(os.environ.get("CLUSTERDOS_LAB_VM_SSH_TIMEOUT", "180"))
+# VMs: 2 booting at once under software emulation answered SSH after 105 s on an idle
+# machine and after 286 s at a load of 12-14 (one attempt at 300 s timed out), hence 420 s
+# for two.
+VM_SSH_TIMEOUT = float(os.environ.get("CLUSTERDOS_LAB_VM_SSH_TIMEOUT", "300"))
 
 
 def _save(spec: LabSpec) -> None:
