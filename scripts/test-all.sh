@@ -11,7 +11,7 @@ export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1
 
 # Scenarios in order of what they protect most; QEMU ones (slowest) last. Scenarios not
 # listed here run after these, alphabetically.
-ORDER="base kubeadm_cluster slurm_cluster containerd kubernetes_hosts sandboxes gpu_repos validate_slurm nfs_home_softroce kubeadm_ha"
+ORDER="base kubeadm_cluster slurm_cluster containerd kubernetes_hosts sandboxes gpu_repos validate_slurm clusterd nfs_home_softroce kubeadm_ha"
 all_scenarios="$(for f in molecule/*/molecule.yml; do basename "$(dirname "$f")"; done | grep -v '^_' | sort)"
 ordered="$(for s in $ORDER; do grep -qx "$s" <<<"$all_scenarios" && echo "$s"; done;
   grep -vxF -f <(tr ' ' '\n' <<<"$ORDER") <<<"$all_scenarios")"
