@@ -45,7 +45,9 @@ def stage(apiserver, chart_repo, tmp_path_factory):
                                              capture_output=True, text=True, check=True).stdout.strip().lstrip("v"),
         # No kubelet: nothing becomes ready, no hook Job runs; this apiserver cannot serve OpenAPI v2 as protobuf.
         "addons_wait": False, "addons_atomic": False, "addons_helm_openapi_validation": False,
-        "addons_helm_binary": str(tools / "helm"),
+        # The venv's helm: in check mode the login role copies nothing into tools/ (on a site, helm is there from the
+        # first run); the copy itself is checked by the real runs below.
+        "addons_helm_binary": str(VENV_BIN / "helm"),
     }
     tasks = [{"name": "The Kubernetes stage's Cilium tasks", "ansible.builtin.include_role": {
         "name": "clusterdos.cluster.kubernetes_cluster", "tasks_from": "cilium.yml"}}]

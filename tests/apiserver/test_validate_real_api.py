@@ -135,9 +135,14 @@ def test_addon_releases_with_available_workloads_pass_controller_stand_in(apiser
         "deployed and ready: sealed-secrets sealed-secrets-2.17.9 (0 pods, 1 workloads ready)"
 
 
-def test_a_pod_that_never_runs_fails_the_runtime_class_check(apiserver, tmp_path):
+def test_a_pod_that_never_runs_fails_the_runtime_class_check_service_account_stand_in(apiserver, tmp_path):
     _apply(apiserver, tmp_path, {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "gvisor"},
                                  "handler": "runsc"})
+    # The controller manager's service-account controller gives every namespace its default ServiceAccount, which a
+    # pod needs; none runs here, so the test creates it (the module creates the namespace itself, as on a cluster).
+    _apply(apiserver, tmp_path, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "clusterdos-validate"}})
+    _apply(apiserver, tmp_path, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                 "metadata": {"name": "default", "namespace": "clusterdos-validate"}})
     results = _validate(apiserver, tmp_path, ["kubernetes.runtime_classes"], timeout=5)
     result = results["kubernetes.runtime_classes"]
     assert result["status"] == "failed"
