@@ -308,6 +308,8 @@ class ReleaseResult:
     values_changed: bool = False
     manifest_changed: bool = False
     chart_changed: bool = False
+    # Upgraded once right after the install (see HelmRelease._unsettled).
+    settled: bool = False
 
 
 class HelmRelease:
@@ -418,6 +420,23 @@ class HelmRelease:
                             f"{(err or out).strip()}", argv=argv, rc=rc, stderr=err)
         return out
 
+    def _unsettled(self, req: "ReleaseRequest", values_file: str) -> bool:
+        """Whether a release just installed would render differently now that it exists.
+
+        Charts that create a secret at install and read it back with helm's ``lookup`` at every
+        later render write it quoted the first time and bare afterwards, and hash that text into
+        a pod annotation (the Kubernetes Dashboard's CSRF key, Grafana's admin password in the
+        monitoring stack): the first upgrade would change the release although nothing was asked.
+        One upgrade right after the install settles such a release, so the next run is unchanged.
+        """
+        cli = self.connect()
+        desired = self._json(cli.upgrade(req.name, req.namespace, req.source, values_file, dry_run=True,
+                                         create_namespace=req.create_namespace, skip_crds=req.skip_crds,
+                                         no_hooks=req.no_hooks, openapi_validation=req.openapi_validation),
+                             f"render {req.name} against the cluster once installed (dry run)") or {}
+        installed = self._call(cli.get_manifest(req.name, req.namespace), f"read the manifest of {req.name}")
+        return manifest_objects(installed) != manifest_objects(desired.get("manifest", ""))
+
     # -- the operation -----------------------------------------------------------------
     def ensure(self, req: ReleaseRequest, check_mode: bool, want_diff: bool) -> ReleaseResult:
         cli = self.connect()
@@ -478,11 +497,14 @@ class HelmRelease:
                         "after_header": f"{req.namespace}/{req.name} (desired)",
                     }
             if result.changed and not check_mode:
-                self._call(cli.upgrade(req.name, req.namespace, req.source, values_file, create_namespace=req.create_namespace,
-                                       skip_crds=req.skip_crds, wait=req.wait, wait_for_jobs=req.wait_for_jobs,
-                                       timeout=req.timeout, atomic=req.atomic, no_hooks=req.no_hooks,
-                                       openapi_validation=req.openapi_validation),
-                           f"install or upgrade {req.name}")
+                upgrade = cli.upgrade(req.name, req.namespace, req.source, values_file, create_namespace=req.create_namespace,
+                                      skip_crds=req.skip_crds, wait=req.wait, wait_for_jobs=req.wait_for_jobs,
+                                      timeout=req.timeout, atomic=req.atomic, no_hooks=req.no_hooks,
+                                      openapi_validation=req.openapi_validation)
+                self._call(upgrade, f"install or upgrade {req.name}")
+                if result.status == "installed" and self._unsettled(req, values_file):
+                    self._call(upgrade, f"upgrade {req.name} to how it renders once installed")
+                    result.settled = True
                 current = self.deployed(req.name, req.namespace) or current
         finally:
             os.unlink(values_file)

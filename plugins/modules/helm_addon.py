@@ -177,6 +177,12 @@ chart_changed:
   description: The deployed release runs another chart version than the desired one.
   returned: always
   type: bool
+settled:
+  description:
+    - The release was upgraded once right after its install, because it rendered differently once installed (charts
+      that create a secret at install and read it back with helm's C(lookup)); the next run then finds it unchanged.
+  returned: always
+  type: bool
 seconds:
   description: How long the module took (compare, then install, upgrade or uninstall), in seconds.
   returned: always
@@ -253,7 +259,8 @@ def main() -> None:
     except HelmError as exc:
         module.fail_json(msg=exc.msg, cmd=exc.argv, rc=exc.rc, stderr=exc.stderr)
     out = dict(changed=result.changed, status=result.status, release=result.release, values_changed=result.values_changed,
-               manifest_changed=result.manifest_changed, chart_changed=result.chart_changed, commands=result.commands,
+               manifest_changed=result.manifest_changed, chart_changed=result.chart_changed, settled=result.settled,
+               commands=result.commands,
                seconds=round(time.monotonic() - started, 1))
     if module._diff and result.diff:
         out["diff"] = result.diff
