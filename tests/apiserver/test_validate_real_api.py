@@ -42,7 +42,8 @@ ADDONS = [{"name": "sealed-secrets", "namespace": "kube-system"}, {"name": "kueu
 STATE: dict = {}
 
 
-def _validate(apiserver, tmp_path, checks, skip=(), addons=ADDONS, timeout=20):
+def _validate(apiserver, tmp_path, checks, skip=(), addons=None, timeout=20):
+    addons = ADDONS if addons is None else addons
     task = {"name": "Validate", "clusterdos.cluster.cluster_validate": {
         "checks": list(checks), "skip": list(skip), "kubeconfig": str(apiserver.kubeconfig), "nodes": NODES,
         "addons": addons, "timeout": timeout, "host": "localhost",

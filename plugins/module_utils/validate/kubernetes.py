@@ -532,8 +532,8 @@ def check_addons(ctx: KubeContext) -> str:
         if bad:
             problems.append("%s: pods not ready: %s" % (name, ", ".join(bad)))
             continue
-        fine.append("%s %s (%d pods%s)" % (name, release.get("chart", ""), len(pods),
-                                            ", %d workloads ready" % len(workloads) if workloads else ""))
+        ready_workloads = ", %d workloads ready" % len(workloads) if workloads else ""
+        fine.append("%s %s (%d pods%s)" % (name, release.get("chart", ""), len(pods), ready_workloads))
     if problems:
         raise CheckFailed("; ".join(problems))
     return "deployed and ready: %s" % ", ".join(fine)
