@@ -24,10 +24,32 @@ from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.core i
 )
 
 GPU_KEY = "nvidia.com/gpu"
-# Reads a JSON endpoint (following the redirect to the leader); prints it or the error.
-_FETCH = ("import json,ssl,sys,urllib.request;"
-          "c=ssl.create_default_context();c.check_hostname=False;c.verify_mode=ssl.CERT_NONE;"
-          "print(urllib.request.urlopen(sys.argv[1],timeout=20,context=c).read().decode())")
+# Reads a JSON endpoint with http.client (following up to three redirects, as a master
+# that is not the leader sends to the leader); prints the body, or exits non-zero with why.
+_FETCH = """
+import http.client, ssl, sys, urllib.parse as up
+url = sys.argv[1]
+try:
+    for _ in range(4):
+        s = up.urlsplit(url)
+        if s.scheme == "https":
+            c = http.client.HTTPSConnection(s.netloc, timeout=20, context=ssl._create_unverified_context())
+        else:
+            c = http.client.HTTPConnection(s.netloc, timeout=20)
+        c.request("GET", s.path + ("?" + s.query if s.query else ""))
+        r = c.getresponse()
+        if r.status in (301, 302, 303, 307, 308) and r.getheader("Location"):
+            url = up.urljoin(url, r.getheader("Location"))
+            continue
+        if r.status != 200:
+            sys.exit("HTTP %d from %s" % (r.status, url))
+        print(r.read().decode())
+        break
+    else:
+        sys.exit("too many redirects from " + sys.argv[1])
+except (OSError, http.client.HTTPException) as e:
+    sys.exit("%s: %s" % (url, e))
+"""
 
 
 def parse_state(text: str) -> Dict[str, Any]:
