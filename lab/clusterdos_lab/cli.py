@@ -4,6 +4,7 @@
     clusterdos-lab up --layout site             the sample GPU-cluster shape
     clusterdos-lab status | inventory | ssh HOST [CMD...] | down [--purge]
     clusterdos-lab k8s-mirror --from ../shared/k8s   a Kubernetes site mirror (air-gapped)
+    clusterdos-lab serve --dir ../shared/charts      a directory over HTTP on the lab bridge
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from . import firewall, image, inventory, k8s_mirror, limits, podman, proxy, qemu
+from . import fileserver, firewall, image, inventory, k8s_mirror, limits, podman, proxy, qemu
 from .spec import CACHE_ROOT, STATE_ROOT, HostSpec, LabSpec, build_spec, validate
 from .util import LabError, log, mem_available_mib, require_root, require_tools, run, step
 
@@ -166,6 +167,7 @@ def cmd_down(args: argparse.Namespace) -> int:
         spec = _load(args.name)
         with step(f"remove lab {spec.name}"):
             proxy.stop(spec)
+            fileserver.stop(spec)
             (qemu if spec.backend == "qemu" else podman).remove(spec)
             firewall.down(spec)
     elif not args.purge:
@@ -206,6 +208,17 @@ def cmd_ssh(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    require_root()
+    if not (STATE_ROOT / args.name / "lab.yml").exists():
+        raise LabError(f"no lab named {args.name}; start it first (clusterdos-lab up)")
+    spec = _load(args.name)
+    with step(f"serve {args.dir} on {spec.gateway}"):
+        served = fileserver.start(spec, Path(args.dir), args.port)
+    print(served)
+    return 0
+
+
 def cmd_k8s_mirror(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else CACHE_ROOT / "k8s-mirror"
     kubectl = Path(args.kubectl) if args.kubectl else None
@@ -244,6 +257,12 @@ def parser() -> argparse.ArgumentParser:
     mirror.add_argument("--out", help="mirror directory (default: the lab cache's k8s-mirror)")
     mirror.add_argument("--kubectl", help="a kubectl binary to put beside kubeadm and kubelet")
     mirror.set_defaults(func=cmd_k8s_mirror)
+    serve = sub.add_parser("serve", parents=[common],
+                           help="serve a controller directory over HTTP on the lab bridge (a site file/chart mirror)")
+    serve.add_argument("--dir", required=True, help="the directory to serve, read-only")
+    serve.add_argument("--port", type=int, default=fileserver.DEFAULT_PORT,
+                       help="TCP port on the bridge address (default: $CLUSTERDOS_LAB_FILES_PORT or 8090)")
+    serve.set_defaults(func=cmd_serve)
     ssh = sub.add_parser("ssh", parents=[common], help="ssh to a lab host")
     ssh.add_argument("host")
     ssh.add_argument("command", nargs=argparse.REMAINDER)

@@ -66,6 +66,22 @@ def test_nothing_else_is_reachable(inventory):
     assert on("n1", f"timeout 3 bash -c 'echo > /dev/tcp/{gateway}/22'").returncode != 0
 
 
+def test_serve_gives_hosts_one_directory_and_nothing_more(inventory, tmp_path):
+    """`serve` (a site's file or chart mirror): hosts read the directory's files over HTTP
+    on the bridge address; ports other than the proxy's and this one stay closed; a missing
+    directory is refused with a clear error."""
+    (tmp_path / "index.yaml").write_text("apiVersion: v1\nentries: {}\n")
+    served = lab("serve", "--name", NAME, "--dir", str(tmp_path)).stdout.strip().splitlines()[-1]
+    gateway = inventory["all"]["vars"]["clusterdos_lab"]["gateway"]
+    assert served == f"http://{gateway}:8090"
+    got = on("n1", f"python3 -c 'import urllib.request as u; print(u.urlopen(\"{served}/index.yaml\", timeout=5).read().decode())'")
+    assert got.returncode == 0 and "entries: {}" in got.stdout, got.stderr
+    assert lab("serve", "--name", NAME, "--dir", str(tmp_path)).stdout.strip().endswith(served)  # again: no-op
+    assert on("n1", f"timeout 3 bash -c 'echo > /dev/tcp/{gateway}/22'").returncode != 0
+    bad = lab("serve", "--name", NAME, "--dir", str(tmp_path / "missing"), check=False)
+    assert bad.returncode == 2 and "no such directory" in bad.stderr
+
+
 def test_global_sysctls_are_read_only_inside(inventory):
     before = Path("/proc/sys/kernel/dmesg_restrict").read_text()
     result = on("n1", "echo 1 > /proc/sys/kernel/dmesg_restrict")
@@ -129,6 +145,9 @@ def test_up_again_adds_a_host_and_keeps_the_others(inventory):
 def test_down_leaves_nothing_behind(inventory):
     state = Path("/var/lib/clusterdos-lab") / NAME
     pid = int((state / "apt-cacher-ng" / "pid").read_text())
+    served = lab("serve", "--name", NAME, "--dir", str(ROOT / "docs"))
+    assert served.returncode == 0
+    file_pid = int((state / "fileserver" / "pid").read_text().split()[0])
     lab("down", "--name", NAME)
     ps = subprocess.run(["podman", "ps", "-a", "--filter", f"label=clusterdos-lab={NAME}", "--format", "json"],
                         capture_output=True, text=True, check=True)
@@ -137,6 +156,7 @@ def test_down_leaves_nothing_behind(inventory):
     assert f"clusterdos-lab:{NAME}" not in subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
     assert not state.exists()
     assert not Path(f"/proc/{pid}").exists()
+    assert not Path(f"/proc/{file_pid}").exists()
 
 
 def test_bad_input_is_refused_before_anything_changes():

@@ -1,0 +1,95 @@
+"""A site's file mirror for a lab: one directory of the controller served read-only over
+HTTP on the lab bridge's address (for example ../shared/charts as a Helm chart
+repository, the way an air-gapped site keeps its chart mirror on a web server).
+
+The lab's firewall answers only the package proxy; `serve` opens exactly this port on the
+bridge address as well, and `down` stops the server (its rule goes with the lab's chain).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .proxy import port_free
+from .spec import LabSpec
+from .util import LabError, run
+
+DEFAULT_PORT = int(os.environ.get("CLUSTERDOS_LAB_FILES_PORT", "8090"))
+
+
+def _state(spec: LabSpec) -> Path:
+    return spec.state_dir / "fileserver"
+
+
+def running(spec: LabSpec) -> tuple[int, str] | None:
+    """(pid, directory) of this lab's file server, or None."""
+    try:
+        pid_text, directory = (_state(spec) / "pid").read_text(encoding="utf-8").split("\n", 1)
+        pid = int(pid_text)
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid, directory.strip()
+
+
+def url(spec: LabSpec, port: int = DEFAULT_PORT) -> str:
+    return f"http://{spec.gateway}:{port}"
+
+
+def _open_port(spec: LabSpec, port: int) -> None:
+    rule = ["-p", "tcp", "--dport", str(port), "-d", spec.gateway, "-j", "RETURN"]
+    if run(["iptables", "-C", spec.chain, *rule], check=False).returncode != 0:
+        run(["iptables", "-I", spec.chain, "1", *rule])
+
+
+def start(spec: LabSpec, directory: Path, port: int = DEFAULT_PORT) -> str:
+    """Serve directory on the bridge address; the same directory again is a no-op."""
+    directory = directory.resolve()
+    if not directory.is_dir():
+        raise LabError(f"--dir {directory}: no such directory")
+    current = running(spec)
+    if current and current[1] == str(directory):
+        _open_port(spec, port)
+        return url(spec, port)
+    if current:
+        stop(spec)
+    if not port_free(spec.gateway, port):
+        raise LabError(f"port {port} on {spec.gateway} is already taken; free it or set CLUSTERDOS_LAB_FILES_PORT")
+    state = _state(spec)
+    state.mkdir(parents=True, exist_ok=True)
+    with open(state / "log", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "http.server", str(port), "--bind", spec.gateway, "--directory", str(directory)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    (state / "pid").write_text(f"{proc.pid}\n{directory}\n", encoding="utf-8")
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LabError(f"the file server exited ({proc.returncode}); see {state / 'log'}")
+        if not port_free(spec.gateway, port):
+            _open_port(spec, port)
+            return url(spec, port)
+        time.sleep(0.2)
+    stop(spec)
+    raise LabError(f"the file server did not listen on {spec.gateway}:{port}; see {state / 'log'}")
+
+
+def stop(spec: LabSpec) -> None:
+    current = running(spec)
+    if current:
+        pid = current[0]
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(50):
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    (_state(spec) / "pid").unlink(missing_ok=True)
