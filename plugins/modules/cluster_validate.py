@@ -7,7 +7,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: cluster_validate
-short_description: Prove a cluster works - Kubernetes, Slurm and hardware checks
+short_description: Prove a cluster works - Kubernetes, Slurm, ClusterD and hardware checks
 version_added: 0.1.0
 description:
   - Runs post-install checks on the host it is called on and returns one result per check with
@@ -15,7 +15,8 @@ description:
   - Kubernetes checks use C(kubectl) and C(helm) with a kubeconfig - run them on a control-plane node
     or any host with API access. Slurm checks use C(scontrol), C(sinfo), C(srun) and C(sacct) - run them on
     the controller or a login node. Hardware checks read C(nvidia-smi), C(rocm-smi) and C(ibstat) on the
-    host itself.
+    host itself. ClusterD checks ask the ZooKeeper members (C(srvr)) and the master's C(/master/state) with the
+    host's C(python3), and run C(mesos-execute) - run them on a master.
   - A cluster problem, an unknown check name, a missing kubeconfig, an unreachable API server or a Slurm
     controller that does not answer each give a failed check with the reason; the module itself fails only
     when O(strict=true) and a check failed.
@@ -32,7 +33,7 @@ attributes:
 options:
   checks:
     description:
-      - Checks to run, each V(all), a group (V(kubernetes), V(slurm), V(hardware)) or a check name such as
+      - Checks to run, each V(all), a group (V(kubernetes), V(slurm), V(hardware), V(clusterd)) or a check name such as
         V(kubernetes.nodes_ready). V(all) and groups leave out opt-in checks (V(hardware.nccl_slurm)), which run
         only when named.
     type: list
@@ -163,6 +164,34 @@ options:
     description: Seconds any one command or pod may take.
     type: int
     default: 120
+  clusterd:
+    description: Where the ClusterD checks find the masters, agents and ZooKeeper members (groups in each node's C(roles)).
+    type: dict
+    suboptions:
+      master_group:
+        description: The inventory group of the ClusterD masters.
+        type: str
+        default: clusterd_master
+      agent_group:
+        description: The inventory group of the ClusterD agents.
+        type: str
+        default: clusterd_agent
+      zookeeper_group:
+        description: The inventory group of the ZooKeeper ensemble.
+        type: str
+        default: zookeeper
+      master_port:
+        description: The masters' HTTP port.
+        type: int
+        default: 5050
+      zookeeper_port:
+        description: The ZooKeeper client port.
+        type: int
+        default: 2181
+      execute_resources:
+        description: The resources the C(mesos-execute) task asks for.
+        type: str
+        default: "cpus:0.1;mem:32"
 seealso:
   - module: clusterdos.cluster.cluster_report
 """

@@ -1,8 +1,10 @@
 """Verify the ClusterD stage on real lab hosts: a ZooKeeper ensemble of three that elects a
 leader, survives the leader's loss with its data and takes the old leader back; Redis for
-the frameworks (password, reachable over the cluster network); and, when
-../shared/clusterd holds ClusterD packages, the masters' leader election, the agent's
-registration and a mesos-execute task.
+the frameworks (password, reachable over the cluster network); playbooks/validate.yml
+with `validate_checks: [clusterd]` (the ZooKeeper check for real, its report and
+topology; a stopped member named by the check); and, when ../shared/clusterd holds
+ClusterD packages, the masters' leader election, the agent's registration and a
+mesos-execute task, also through validate.yml's ClusterD checks.
 
 Tests run in file order and build on each other only where said. Expectations come from
 the scenario (host names and groups in molecule.yml), never from files the roles wrote.
@@ -37,6 +39,8 @@ NO_PACKAGES = (f"ClusterD packages not available offline: {PACKAGES} holds no .d
                "reachable here), so the mesos daemons are not run; no mesos binary is faked")
 
 testinfra_hosts = [f"ansible://{FW}"]
+
+EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"))
 
 FOUR_LETTER = ("import socket,sys;s=socket.create_connection((sys.argv[1],int(sys.argv[2])),5);"
                "s.sendall(sys.argv[3].encode());print(b''.join(iter(lambda: s.recv(4096), b'')).decode())")
@@ -107,6 +111,42 @@ def test_each_member_runs_with_its_own_id_and_purges_snapshots():
     assert "autopurge.purgeInterval=1" in cfg and "autopurge.snapRetainCount=3" in cfg
 
 
+def ansible_env() -> dict:
+    """ansible-playbook and ansible as molecule runs them (its ansible.cfg, the checkout as the collection)."""
+    env = dict(os.environ)
+    if (EPHEMERAL / "ansible.cfg").exists():
+        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(ROOT / ".cache" / "collections")
+    env["ANSIBLE_NOCOLOR"] = "1"
+    return env
+
+
+def clusterd_groups(tmp_path: Path) -> list:
+    """Inventory arguments: molecule's (hosts and the scenario's variables) and, when
+    converge made zk1-3 masters and fw1 the agent (packages present), those groups too."""
+    args = ["-i", str(EPHEMERAL / "inventory")]
+    if DEBS:
+        extra = tmp_path / "clusterd_groups.yml"
+        extra.write_text(yaml.safe_dump({"all": {"children": {
+            "clusterd_master": {"hosts": {h: {} for h in ZK}}, "clusterd_agent": {"hosts": {FW: {}}}}}}))
+        args += ["-i", str(extra)]
+    return args
+
+
+def zookeeper_check(target: str) -> dict:
+    """The ZooKeeper check of the cluster_validate module, run by ansible on TARGET with the
+    ensemble as the inventory describes it (the role's clusterd option left at its defaults)."""
+    nodes = [{"name": h, "address": address(h), "roles": ["zookeeper"], "kind": "service"} for h in ZK]
+    env = dict(ansible_env(), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
+    res = subprocess.run(["ansible", target, "-i", str(EPHEMERAL / "inventory"), "-m", "clusterdos.cluster.cluster_validate",
+                          "-a", json.dumps({"checks": ["clusterd.zookeeper"], "nodes": nodes, "host": target,
+                                            "timeout": 30})],
+                         capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    checks = json.loads(res.stdout)["plays"][0]["tasks"][0]["hosts"][target]["checks"]
+    return next(c for c in checks if c["name"] == "clusterd.zookeeper")
+
+
 def test_leader_loss_elects_a_new_leader_and_keeps_data():
     value = f"kept-{uuid.uuid4().hex[:8]}"
     leader = next(h for h in ZK if mode(h) == "leader")
@@ -119,6 +159,11 @@ def test_leader_loss_elects_a_new_leader_and_keeps_data():
         assert new_leader != leader
         assert sorted(mode(h) for h in rest) == ["follower", "leader"]
         assert value in zk_cli(new_leader, "get", "/clusterdos-failover")
+        # The validation's ZooKeeper check names the stopped member (the two others still serve).
+        check = zookeeper_check(new_leader)
+        assert check["status"] == "failed", check
+        assert f"{leader}: no answer on {address(leader)}:2181" in check["detail"], check["detail"]
+        assert "no leader" not in check["detail"] and "leaders" not in check["detail"], check["detail"]
     finally:
         lab_host(leader).run_expect([0], "systemctl start zookeeper")
     wait_for(lambda: mode(leader) == "follower", f"{leader} to rejoin as a follower", tries=45)
@@ -144,6 +189,40 @@ def test_redis_answers_other_hosts_on_the_cluster_network():
               "import time;time.sleep(0.5);print(s.recv(4096).decode())")
     out = lab_host(ZK[0]).check_output(f"python3 -c \"{script}\" {target} '{REDIS_PASSWORD}'")
     assert "+OK" in out and "ok" in out.split("+OK", 1)[1], out
+
+
+def test_validate_playbook_runs_the_clusterd_checks(tmp_path):
+    """playbooks/validate.yml with validate_checks [clusterd], strict: the ZooKeeper check for
+    real on the ensemble; without packages the master checks are skipped with the reason
+    (no masters or agents in the inventory), with packages they pass. The report draws
+    the members as service nodes with their ZooKeeper mode."""
+    report = tmp_path / "report"
+    res = subprocess.run(["ansible-playbook", *clusterd_groups(tmp_path), str(ROOT / "playbooks" / "validate.yml"),
+                          "-e", json.dumps({"validate_checks": ["clusterd"], "validate_strict": True,
+                                            "validate_report_dir": str(report)})],
+                         capture_output=True, text=True, env=ansible_env(), timeout=900, check=False)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    doc = json.loads((report / "validation.json").read_text())
+    checks = {c["name"]: c for c in doc["checks"]}
+    assert set(checks) == {"clusterd.zookeeper", "clusterd.leader", "clusterd.agents", "clusterd.execute"}
+    zk = checks["clusterd.zookeeper"]
+    assert zk["status"] == "passed" and zk["host"] == ZK[0], zk
+    # The modes the check saw are the members' own (srvr asked here, afterwards).
+    assert zk["data"]["zookeeper"] == {h: mode(h) for h in ZK}
+    assert sorted(zk["data"]["zookeeper"].values()) == ["follower", "follower", "leader"]
+    for name in ("clusterd.leader", "clusterd.agents", "clusterd.execute"):
+        if DEBS:
+            assert checks[name]["status"] == "passed", checks[name]
+        else:
+            assert checks[name]["status"] == "skipped", checks[name]
+            assert checks[name]["detail"] == "no ClusterD masters or agents in the inventory"
+    kinds = {n["name"]: n["kind"] for n in doc["topology"]["nodes"]}
+    # Members of the ZooKeeper, master and frameworks groups are service nodes.
+    assert kinds == {h: "service" for h in ZK} | {FW: "service"}
+    html = (report / "validation.html").read_text()
+    for h in ZK:
+        assert f'<g class="node passed" data-node="{h}">' in html
+        assert f"<title>ZooKeeper {zk['data']['zookeeper'][h]}</title>" in html
 
 
 # --------------------------------------------------------------------------- ClusterD daemons

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 from xml.etree import ElementTree as ET
 from xml.sax.saxutils import escape
 
@@ -78,22 +78,41 @@ def _host_status(results: List[Dict[str, Any]], host: str) -> str:
 
 
 _BOX_W, _BOX_H, _GAP, _PER_ROW = 150, 96, 20, 6
+# One line per note under the GPUs; a note longer than the box shows whole on hover.
+_NOTE_H, _NOTE_CHARS = 13, 30
 
 
-def _rows(nodes: List[Dict[str, Any]], top: int) -> Tuple[List[Tuple[Dict[str, Any], int, int]], int]:
+def node_notes(results: List[Dict[str, Any]]) -> Dict[str, List[str]]:
+    """{node: [note, ...]} from the passed checks' data["node_notes"] ({node: text}): what a
+    check found on each node, such as "ZooKeeper leader" or "ClusterD master (leading)"."""
+    notes: Dict[str, List[str]] = {}
+    for result in _sorted(results):
+        if result.get("status") != PASSED:
+            continue
+        found = (result.get("data") or {}).get("node_notes") or {}
+        if not isinstance(found, dict):
+            continue
+        for node, text in sorted(found.items()):
+            if str(text) not in notes.setdefault(str(node), []):
+                notes[str(node)].append(str(text))
+    return notes
+
+
+def _rows(nodes: List[Dict[str, Any]], top: int, box_h: int = _BOX_H) -> Tuple[List[Tuple[Dict[str, Any], int, int]], int]:
     """Place nodes left to right, 6 per row, from y=top; return the places and the bottom."""
     placed = []
     for index, node in enumerate(nodes):
         row, col = divmod(index, _PER_ROW)
-        placed.append((node, 30 + col * (_BOX_W + _GAP), top + row * (_BOX_H + 24)))
+        placed.append((node, 30 + col * (_BOX_W + _GAP), top + row * (box_h + 24)))
     rows = (len(nodes) - 1) // _PER_ROW + 1 if nodes else 0
-    return placed, top + rows * (_BOX_H + 24)
+    return placed, top + rows * (box_h + 24)
 
 
-def _node_svg(node: Dict[str, Any], x: int, y: int, status: str) -> List[str]:
+def _node_svg(node: Dict[str, Any], x: int, y: int, status: str, notes: Optional[List[str]] = None,
+              box_h: int = _BOX_H) -> List[str]:
     out = ['<g class="node %s" data-node="%s">' % (status, escape(node["name"]))]
     out.append('<rect x="%d" y="%d" width="%d" height="%d" rx="8" fill="%s" stroke="%s" stroke-width="3"/>'
-               % (x, y, _BOX_W, _BOX_H, FILLS[status], COLORS[status]))
+               % (x, y, _BOX_W, box_h, FILLS[status], COLORS[status]))
     out.append('<text x="%d" y="%d" font-size="14" font-weight="bold" fill="#202124">%s</text>'
                % (x + 10, y + 22, escape(node["name"])))
     out.append('<text x="%d" y="%d" font-size="11" fill="#3c4043">%s</text>'
@@ -109,6 +128,10 @@ def _node_svg(node: Dict[str, Any], x: int, y: int, status: str) -> List[str]:
         vendors = ", ".join(sorted(k.split(".")[0] for k in (node.get("gpus") or {})))
         out.append('<text x="%d" y="%d" font-size="10" fill="#202124">%d GPU%s (%s)</text>'
                    % (x + 10, y + 90, gpus, "" if gpus == 1 else "s", escape(vendors)))
+    for i, note in enumerate(notes or []):
+        short = note if len(note) <= _NOTE_CHARS else note[:_NOTE_CHARS - 1] + "\u2026"
+        out.append('<text class="note" x="%d" y="%d" font-size="10" fill="#1a73e8">%s<title>%s</title></text>'
+                   % (x + 10, y + _BOX_H + 4 + i * _NOTE_H, escape(short), escape(note)))
     out.append("</g>")
     return out
 
@@ -117,13 +140,16 @@ def topology_svg(topology: Dict[str, Any], results: List[Dict[str, Any]]) -> str
     """Login and service nodes above the networks, workers below; each node wired to each network."""
     nodes = topology.get("nodes", [])
     networks = topology.get("networks", []) or [{"name": "cluster network", "cidr": ""}]
+    notes = node_notes(results)
+    # Every box is as tall as the node with the most notes needs.
+    box_h = _BOX_H + _NOTE_H * max([len(notes.get(n["name"], [])) for n in nodes] + [0])
     upper = [n for n in nodes if n.get("kind") in ("login", "service")]
     upper.sort(key=lambda n: KINDS.index(n["kind"]))
     lower = [n for n in nodes if n not in upper]
-    top_placed, bus_top = _rows(upper, 20)
+    top_placed, bus_top = _rows(upper, 20, box_h)
     bus_top = bus_top + 10 if upper else 20
     bus_y = [bus_top + 20 + 34 * i for i in range(len(networks))]
-    low_placed, bottom = _rows(lower, bus_y[-1] + 30)
+    low_placed, bottom = _rows(lower, bus_y[-1] + 30, box_h)
     width = 30 + _PER_ROW * (_BOX_W + _GAP) + 10
     height = max(bottom, bus_y[-1] + 30) + 10
     out = ['<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="cluster topology" '
@@ -139,7 +165,7 @@ def topology_svg(topology: Dict[str, Any], results: List[Dict[str, Any]]) -> str
             if not wired(node, networks[i]):
                 continue
             out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#9aa0a6" stroke-width="1.5"/>'
-                       % (x + 60 + 10 * i, y + _BOX_H, x + 60 + 10 * i, by))
+                       % (x + 60 + 10 * i, y + box_h, x + 60 + 10 * i, by))
     for node, x, y in low_placed:
         for i, by in enumerate(bus_y):
             if not wired(node, networks[i]):
@@ -151,7 +177,7 @@ def topology_svg(topology: Dict[str, Any], results: List[Dict[str, Any]]) -> str
         out.append('<text x="%d" y="%d" font-size="12" fill="#1a73e8" text-anchor="end">%s</text>' % (
             width - 24, by - 6, escape(("%s %s" % (net.get("name", ""), net.get("cidr", ""))).strip())))
     for node, x, y in top_placed + low_placed:
-        out.extend(_node_svg(node, x, y, _host_status(results, node["name"])))
+        out.extend(_node_svg(node, x, y, _host_status(results, node["name"]), notes.get(node["name"]), box_h))
     out.append("</svg>")
     return "\n".join(out)
 

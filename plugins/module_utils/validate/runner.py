@@ -55,12 +55,21 @@ def argument_spec() -> Dict[str, Any]:
                           default=["all_reduce_perf", "-b", "8", "-e", "256M", "-f", "2", "-g", "1"]),
         nccl_min_busbw=dict(type="float", default=0.0),
         timeout=dict(type="int", default=120),
+        clusterd=dict(type="dict", apply_defaults=True, options=dict(
+            master_group=dict(type="str", default="clusterd_master"),
+            agent_group=dict(type="str", default="clusterd_agent"),
+            zookeeper_group=dict(type="str", default="zookeeper"),
+            master_port=dict(type="int", default=5050),
+            zookeeper_port=dict(type="int", default=2181),
+            execute_resources=dict(type="str", default="cpus:0.1;mem:32"),
+        )),
     )
 
 
 def contexts(params: Dict[str, Any], run: Runner) -> Dict[str, Any]:
     """One context per check group, from the module's parameters."""
     nodes = params["nodes"] or []
+    cd = params.get("clusterd") or {}
     return {
         "kubernetes": kubernetes.KubeContext(
             run, nodes, kubeconfig=params["kubeconfig"], kubectl=params["kubectl_path"], helm=params["helm_path"],
@@ -71,7 +80,12 @@ def contexts(params: Dict[str, Any], run: Runner) -> Dict[str, Any]:
             mpi=params["slurm_mpi"], mpi_program=params["mpi_program"], nccl_program=params["nccl_program"],
             nccl_min_busbw=params["nccl_min_busbw"], timeout=params["timeout"]),
         "hardware": hardware.HardwareContext(run, nodes, host=params["host"]),
-        "clusterd": clusterd.ClusterdContext(run, nodes, host=params["host"], timeout=params["timeout"]),
+        "clusterd": clusterd.ClusterdContext(
+            run, nodes, host=params["host"], timeout=params["timeout"],
+            master_group=cd.get("master_group") or "clusterd_master", agent_group=cd.get("agent_group") or "clusterd_agent",
+            zookeeper_group=cd.get("zookeeper_group") or "zookeeper", port=cd.get("master_port") or 5050,
+            zookeeper_port=cd.get("zookeeper_port") or 2181,
+            execute_resources=cd.get("execute_resources") or "cpus:0.1;mem:32"),
     }
 
 

@@ -40,6 +40,9 @@ class Master:
 
     def __call__(self, argv, data=None, timeout=None):
         self.calls.append(list(argv))
+        if argv[:3] == ["python3", "-c", clusterd._SRVR]:
+            assert argv[3:] == ["2181", "10.0.0.1"]
+            return CmdResult(0, json.dumps({"10.0.0.1": {"ok": True, "text": "Zookeeper version: 3.8.4\nMode: standalone\n"}}), "")
         if argv[:2] == ["python3", "-c"]:
             assert argv[3] == "http://10.0.0.1:5050/master/state"
             if self.state_rc:
@@ -61,8 +64,8 @@ def results(master, nodes=NODES, check_mode=False):
 
 def test_recorded_healthy_master_passes_every_check():
     found = results(Master())
-    assert {n: r.status for n, r in found.items()} == {"clusterd.leader": "passed", "clusterd.agents": "passed",
-                                                       "clusterd.execute": "passed"}
+    assert {n: r.status for n, r in found.items()} == {"clusterd.zookeeper": "passed", "clusterd.leader": "passed",
+                                                       "clusterd.agents": "passed", "clusterd.execute": "passed"}
     assert "leader zk1" in found["clusterd.leader"].detail
     assert found["clusterd.agents"].data["agents"]["g1"]["gpus"] == 8
 
@@ -113,6 +116,6 @@ def test_checks_skip_without_clusterd_hosts():
 
 def test_registered_in_the_modules_registry():
     names = [c.name for c in runner.CHECKS]
-    assert {"clusterd.leader", "clusterd.agents", "clusterd.execute"} <= set(names)
+    assert {"clusterd.zookeeper", "clusterd.leader", "clusterd.agents", "clusterd.execute"} <= set(names)
     assert "clusterd" in runner.contexts({**{k: v.get("default") for k, v in runner.argument_spec().items()},
                                           "nodes": NODES, "host": "zk1"}, Master())
