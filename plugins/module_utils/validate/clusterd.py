@@ -185,8 +185,8 @@ def check_zookeeper(ctx: ClusterdContext) -> Outcome:
         answer = answers.get(address) or {}
         if not answer.get("ok"):
             modes[node["name"]] = "down"
-            problems.append("%s: no answer on %s:%d (%s)" % (node["name"], address, ctx.zookeeper_port,
-                                                              str(answer.get("text") or "not asked")[:120]))
+            why = str(answer.get("text") or "not asked")[:120]
+            problems.append("%s: no answer on %s:%d (%s)" % (node["name"], address, ctx.zookeeper_port, why))
             continue
         modes[node["name"]] = zookeeper_mode(str(answer.get("text") or ""))
         if modes[node["name"]] not in ("leader", "follower", "standalone", "observer"):
