@@ -196,12 +196,28 @@ def is_real(record: Dict[str, Any]) -> bool:
     return on_controller or record.get("delegated_to") in LOOPBACK
 
 
+def _same_name(task: Task, record: Dict[str, Any]) -> bool:
+    """Whether RECORD names TASK. ansible names a role's task "ROLE : NAME" (ROLE may be the
+    FQCN); an unnamed task, a name that is a template (rendered in the record) or a record
+    without a name cannot be compared and is taken as matching."""
+    recorded = str(record.get("task") or "")
+    if not task.name or "{{" in task.name or not recorded:
+        return True
+    if record.get("role") and " : " in recorded:
+        recorded = recorded.split(" : ", 1)[1]
+    return recorded == task.name
+
+
 def merge(tasks: List[Task], records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Attach RECORDS to TASKS; return the records of collection files that match no task."""
     by_place = {(t.file, t.line): t for t in tasks}
     unmatched = []
     for record in records:
         task = by_place.get((record["file"], int(record["line"])))
+        if task is not None and not _same_name(task, record):
+            # The file changed since the record was written: another task sits at that line
+            # now, and the record must not count for it.
+            task = None
         if task is None:
             if str(record["file"]).startswith(("roles/", "playbooks/")) and record.get("action") not in NOT_RUNNABLE \
                     and not record.get("implicit"):
@@ -386,7 +402,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("coverage: %s" % problem)
     if unmatched:
         places = sorted({"%s:%s" % (r["file"], r["line"]) for r in unmatched})
-        print("coverage: %d record(s) name no task at their file:line (records older than the files?): %s"
+        print("coverage: %d record(s) name no task at their file:line, or another task than the one there now "
+              "(records older than the files): %s"
               % (len(unmatched), ", ".join(places[:10]) + (" ..." if len(places) > 10 else "")))
     if bad:
         print("coverage: %d unreadable record line(s) skipped" % bad)

@@ -89,6 +89,18 @@ def _implicit(task: Any) -> bool:
     return bool(getattr(task, "implicit", False)) or getattr(task, "_origin", True) is None
 
 
+def _delegated_vars(result: Dict[str, Any]) -> Dict[str, Any]:
+    """Where a delegated task ran. A looped task's result carries it per item only
+    (under results), not at the top: a delegated loop would otherwise look undelegated."""
+    delegated = result.get("_ansible_delegated_vars")
+    if delegated:
+        return delegated
+    for item in result.get("results") or []:
+        if isinstance(item, dict) and item.get("_ansible_delegated_vars"):
+            return item["_ansible_delegated_vars"]
+    return {}
+
+
 def _scenario(configured: Optional[str]) -> str:
     if configured:
         return configured
@@ -156,7 +168,7 @@ class CallbackModule(CallbackBase):
         host = result._host
         path, line = _split_path(task.get_path())
         connection = str(getattr(task, "connection", "") or "")
-        delegated = (result._result or {}).get("_ansible_delegated_vars") or {}
+        delegated = _delegated_vars(result._result or {})
         target = str(delegated.get("ansible_delegated_host") or delegated.get("ansible_host") or host.get_name())
         controller = connection.rsplit(".", 1)[-1] == "local" or target in _LOOPBACK_NAMES \
             or host.get_name() in _LOOPBACK_NAMES
