@@ -1,5 +1,5 @@
-"""Verify Slurm on real lab hosts: daemons, munge, real jobs, accounting, and adding a
-compute node while a job runs.
+"""Verify Slurm on real lab hosts: daemons, munge, real jobs, accounting, a run with one
+compute host stopped, and adding a compute node while a job runs.
 
 Tests run in file order (pytest's default) and build on each other: the last one grows
 the lab by one host. Expectations come from the scenario (host names and groups in
@@ -53,6 +53,18 @@ def lab_inventory() -> str:
 
 def lab_host(name: str):
     return testinfra.get_host(f"ansible://{name}", ansible_inventory=lab_inventory())
+
+
+def playbook(name: str) -> subprocess.CompletedProcess[str]:
+    """ansible-playbook on the lab with the scenario's inventory (as molecule runs it)."""
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
+    return subprocess.run(["ansible-playbook", "-i", lab_inventory(), "-i", str(SCENARIO / "inventory"),
+                           str(ROOT / "playbooks" / name)], env=env, capture_output=True, text=True, cwd=ROOT)
+
+
+def recap(out: str) -> dict[str, dict[str, int]]:
+    rows = re.findall(r"^(\S+)\s+: (ok=.*)$", out, re.M)
+    return {name: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)} for name, fields in rows}
 
 
 def wait_for(probe, what: str, tries: int = 60, delay: float = 2.0):
@@ -141,6 +153,60 @@ def test_mpi_job_across_two_nodes_completes_in_sacct(host):
     assert state == "COMPLETED|0:0"
 
 
+def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
+    """slurm.yml with one compute host stopped (podman stop): the host is left out, the other
+    compute node still gets its slurmd (stopped beforehand, so the run must start it) and the
+    partition keeps it up; slurm.conf, slurmctld, the munge key and accounting stay as they
+    were. Started again, a re-run completes it and changes nothing else."""
+    down, survivor = COMPUTE[1], COMPUTE[0]
+    ctl = lab_host(CONTROLLER)
+    conf = ctl.check_output("sha256sum /etc/slurm/slurm.conf")
+    ctld_pid = ctl.check_output("systemctl show --property MainPID --value slurmctld")
+    keys = {n: lab_host(n).check_output("sha256sum /etc/munge/munge.key") for n in GROUPS}
+    jobs = host.check_output("sacct --noheader --parsable2 --allocations --starttime 2020-01-01 --format JobID,State")
+    lab_host(survivor).run_expect([0], "systemctl stop slurmd")
+    container = f"cdl-{LAB}-{down}"
+    subprocess.run(["podman", "stop", "-t", "5", container], check=True, capture_output=True)
+    try:
+        run = playbook("slurm.yml")
+        stats = recap(run.stdout)
+        # The stopped host fails the run (rc 2) and is the only host that failed.
+        assert run.returncode == 2, run.stdout[-4000:] + run.stderr[-2000:]
+        assert stats[down]["failed"] == 1, stats
+        assert all(stats[n]["failed"] == 0 and stats[n]["unreachable"] == 0 for n in GROUPS if n != down), stats
+        assert f"{down} did not answer" in run.stdout and f"Left out of the rest of this run: {down}" in run.stdout
+        # Every play ran to its end for the others: slurmd and the login hosts' check.
+        started = [t for t in run.stdout.split("\nTASK [") if t.startswith("clusterdos.cluster.slurm : Enable and start slurmd]")]
+        assert len(started) == 1 and f"changed: [{survivor}]" in started[0], run.stdout[-4000:]
+        assert lab_host(survivor).service("slurmd").is_running
+        states = wait_for(lambda: (s := node_states(host)).get(survivor) == "idle" and s, f"{survivor} idle")
+        assert sorted(states) == COMPUTE
+        assert host.check_output(f"srun --partition=batch --nodelist={survivor} hostname") == survivor
+        # Nothing the cluster holds changed: its configuration (the stopped node's record
+        # kept), slurmctld (not restarted), the munge key, the accounting records.
+        assert ctl.check_output("sha256sum /etc/slurm/slurm.conf") == conf
+        assert ctl.check_output("systemctl show --property MainPID --value slurmctld") == ctld_pid
+        for name in GROUPS:
+            if name != down:
+                assert lab_host(name).check_output("sha256sum /etc/munge/munge.key") == keys[name], name
+        after = host.check_output("sacct --noheader --parsable2 --allocations --starttime 2020-01-01 --format JobID,State")
+        assert set(jobs.splitlines()) <= set(after.splitlines())
+    finally:
+        subprocess.run(["podman", "start", container], check=True, capture_output=True)
+
+    wait_for(lambda: lab_host(down).run("systemctl is-system-running --wait").stdout.strip() in ("running", "degraded"),
+             f"{down} to boot")
+    rerun = playbook("slurm.yml")
+    stats = recap(rerun.stdout)
+    assert rerun.returncode == 0, rerun.stdout[-4000:] + rerun.stderr[-2000:]
+    assert all(s["failed"] == 0 and s["unreachable"] == 0 for s in stats.values()), stats
+    assert sum(s["changed"] for s in stats.values()) == 0, stats
+    assert lab_host(down).check_output("sha256sum /etc/munge/munge.key") == keys[down]
+    assert ctl.check_output("sha256sum /etc/slurm/slurm.conf") == conf
+    wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "both compute nodes idle")
+    assert sorted(host.check_output("srun --nodes=2 --ntasks-per-node=1 hostname").split()) == COMPUTE
+
+
 def test_add_compute_node_while_a_job_runs(host):
     """slurm_add_node.yml adds a third node: the running job and the other slurmd live on."""
     job = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --nodes=1 --job-name=long --wrap 'sleep 900'")
@@ -149,12 +215,9 @@ def test_add_compute_node_while_a_job_runs(host):
     try:
         hosts = [f"--host={n}={','.join(g)}" for n, g in GROUPS.items()] + [f"--host={NEW_NODE}=slurm_compute"]
         subprocess.run([LAB_CLI, "up", "--name", LAB, *hosts], check=True, capture_output=True, text=True)
-        env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
-        inventories = ["-i", lab_inventory(), "-i", str(SCENARIO / "inventory")]
         # base everywhere: the new host needs the package proxy, and every host needs it in /etc/hosts.
-        for playbook in ("base.yml", "slurm_add_node.yml"):
-            run = subprocess.run(["ansible-playbook", *inventories, str(ROOT / "playbooks" / playbook)],
-                                 env=env, capture_output=True, text=True, cwd=ROOT)
+        for name in ("base.yml", "slurm_add_node.yml"):
+            run = playbook(name)
             assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
 
         assert host.check_output(f"squeue --noheader --jobs {job} --format '%T %N'") == f"RUNNING {COMPUTE[0]}"

@@ -1,0 +1,142 @@
+"""The Slurm stage's failure policy, on the controller with hosts that do not answer.
+
+playbooks/slurm.yml ends each play that has compute hosts with the slurm role's
+`failures` step and gathers facts through its `facts` step. Here a small playbook runs
+those two steps, then a second play, against local hosts and hosts whose SSH port is
+closed (unreachable at once), and checks what the real run relies on:
+
+  * a compute node that does not answer is left out, the run goes on for the others, and
+    its hardware (its slurm.conf record) is the one saved at the last run;
+  * a controller that does not answer stops the run before the next play;
+  * more than slurm_compute_max_fail_percentage of the compute nodes failing stops it too.
+
+The whole Slurm stage with a stopped lab host: molecule/slurm_cluster (verify).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = ROOT / ".venv" / "bin"
+
+PLAYBOOK = """
+- name: Facts, as playbooks/slurm.yml gathers them
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Gather facts (slurm role, facts)
+      ansible.builtin.include_role:
+        name: clusterdos.cluster.slurm
+        tasks_from: facts
+    - name: Failure policy (slurm role, failures)
+      ansible.builtin.include_role:
+        name: clusterdos.cluster.slurm
+        tasks_from: failures
+
+- name: The next play
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Show what the node records would be built from
+      ansible.builtin.debug:
+        msg: "NEXT-PLAY {{ inventory_hostname }} {{ groups['slurm_compute'] | map('extract', hostvars, ['ansible_facts', 'memtotal_mb'])
+          | map('default', 'none') | join(',') }}"
+"""
+
+
+def run(tmp_path: Path, down: set[str], compute: list[str], saved: dict | None = None,
+        extra: dict | None = None) -> subprocess.CompletedProcess[str]:
+    def host(name: str) -> dict:
+        if name in down:
+            # Nothing listens on port 9 here: the connection is refused at once (unreachable).
+            return {"ansible_host": "127.0.0.1", "ansible_port": 9, "ansible_connection": "ssh",
+                    "ansible_ssh_common_args": "-o ConnectTimeout=3 -o ConnectionAttempts=1"}
+        return {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+
+    inventory = {"all": {"children": {
+        "slurm_controller": {"hosts": {"ctl": host("ctl")}},
+        "slurm_dbd": {"hosts": {"ctl": None}},
+        "slurm_compute": {"hosts": {name: host(name) for name in compute}},
+        "slurm_login": {"hosts": {"login": host("login")}},
+    }}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    state = tmp_path / "state"
+    state.mkdir(exist_ok=True)
+    if saved is not None:
+        (state / "nodes_hardware.yml").write_text(yaml.safe_dump(saved))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+               PATH=f"{BIN}:{os.environ['PATH']}")
+    variables = {"__slurm_fingerprint_dir": str(state), **(extra or {})}
+    return subprocess.run([str(BIN / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
+                           "-e", yaml.safe_dump(variables, default_flow_style=True).strip()],
+                          capture_output=True, text=True, env=env, check=False, cwd=ROOT)
+
+
+def recap(out: str) -> dict[str, dict[str, int]]:
+    rows = re.findall(r"^(\S+)\s+: (ok=.*)$", out, re.M)
+    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)} for host, fields in rows}
+
+
+def next_play(out: str) -> dict[str, str]:
+    return dict(re.findall(r'msg: NEXT-PLAY (\S+) (\S+)', out))
+
+
+def test_a_compute_node_that_does_not_answer_is_left_out_and_keeps_its_record(tmp_path):
+    saved = {"c2": {"memtotal_mb": 4242, "processor_vcpus": 8, "processor_count": 1, "processor_cores": 8,
+                    "processor_threads_per_core": 1, "clusterdos_hw": {"gpus": []}}}
+    result = run(tmp_path, down={"c2"}, compute=["c1", "c2"], saved=saved)
+    out = result.stdout
+    assert result.returncode == 2, out[-3000:]
+    stats = recap(out)
+    assert stats["c2"]["failed"] == 1 and stats["c2"].get("unreachable", 0) == 0, stats
+    assert all(stats[h]["failed"] == 0 for h in ("ctl", "c1", "login")), stats
+    assert "c2 did not answer" in out and "its slurm.conf record stays as it was" in out
+    assert "Left out of the rest of this run: c2" in out
+    ran = next_play(out)
+    assert sorted(ran) == ["c1", "ctl", "login"], out[-3000:]
+    c1_memory, c2_memory = ran["c1"].split(",")
+    assert c1_memory.isdigit() and c2_memory == "4242"
+
+
+def test_a_compute_node_never_seen_before_is_left_out_without_a_record(tmp_path):
+    result = run(tmp_path, down={"c2"}, compute=["c1", "c2"])
+    assert result.returncode == 2, result.stdout[-3000:]
+    assert "c2 did not answer" in result.stdout and "record stays" not in result.stdout
+    assert sorted(next_play(result.stdout)) == ["c1", "ctl", "login"]
+
+
+def test_a_controller_that_does_not_answer_stops_the_run(tmp_path):
+    result = run(tmp_path, down={"ctl"}, compute=["c1", "c2"])
+    out = result.stdout
+    assert result.returncode == 2, out[-3000:]
+    assert "ctl failed above (Slurm controller or slurmdbd host)" in out
+    assert next_play(out) == {}, out[-3000:]
+
+
+@pytest.mark.parametrize(("threshold", "goes_on"), [(50, False), (100, True)])
+def test_more_failed_compute_nodes_than_the_threshold_stop_the_run(tmp_path, threshold, goes_on):
+    result = run(tmp_path, down={"c2", "c3"}, compute=["c1", "c2", "c3"],
+                 extra={"slurm_compute_max_fail_percentage": threshold})
+    out = result.stdout
+    assert result.returncode == 2, out[-3000:]
+    if goes_on:
+        assert sorted(next_play(out)) == ["c1", "ctl", "login"], out[-3000:]
+    else:
+        assert "2 of 3 compute nodes failed above (c2, c3), more than slurm_compute_max_fail_percentage (50%)" in out
+        assert next_play(out) == {}, out[-3000:]
+
+
+def test_no_failure_changes_nothing_and_says_nothing(tmp_path):
+    result = run(tmp_path, down=set(), compute=["c1", "c2"])
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "Left out" not in result.stdout
+    assert sorted(next_play(result.stdout)) == ["c1", "c2", "ctl", "login"]
