@@ -12,7 +12,7 @@ import textwrap
 import pytest
 import yaml
 
-from conftest import CONTROL_PLANES, GROUP_VARS, TEST_IMAGE, WORKERS, eventually, http_get, lab_host
+from conftest import CONTROL_PLANES, GROUP_VARS, TEST_IMAGE, WORKERS, eventually, http_get, lab_host, run_playbook
 
 ALL = GROUP_VARS["all"]
 VERSION = "v" + str(ALL["clusterdos_kubernetes_version"])
@@ -40,6 +40,52 @@ def test_inventory_labels_and_taints_are_on_the_nodes(kubectl):
         assert ("clusterdos.io/service-node", "true", "NoSchedule") in taints
     for worker in WORKERS:
         assert not nodes[worker]["spec"].get("taints"), worker
+
+
+# The lab hosts see this machine's PCI bus and no RDMA device: the hardware fact
+# (clusterdos_hw) finds no GPU and no active RDMA port, and the labels say so.
+HW_NONE = {"clusterdos.io/gpu.vendor": "none", "clusterdos.io/gpu.count": "0",
+           "clusterdos.io/rdma.ib": "false", "clusterdos.io/rdma.roce": "false"}
+GPU_PCI = ("n=0; for d in /sys/bus/pci/devices/*; do case \"$(cat $d/vendor):$(cat $d/class)\" in "
+           "0x10de:0x03*|0x1002:0x03*|0x1002:0x12*) n=$((n+1));; esac; done; echo $n")
+
+
+def test_hardware_labels_come_from_the_discovered_facts(kubectl):
+    host = lab_host(CONTROL_PLANES[0])
+    assert host.check_output(GPU_PCI).strip() == "0", "this machine has GPUs: the expected labels below assume none"
+    assert not host.file("/sys/class/infiniband").exists or not host.file("/sys/class/infiniband").listdir()
+    nodes = {n["metadata"]["name"]: n for n in kubectl.json("get", "nodes")["items"]}
+    for name in CONTROL_PLANES + WORKERS:
+        labels = nodes[name]["metadata"]["labels"]
+        assert {k: labels.get(k) for k in HW_NONE} == HW_NONE, name
+        assert "clusterdos.io/gpu.type" not in labels and "clusterdos.io/gpu.architecture" not in labels, name
+
+
+def test_nodes_stage_repairs_labels_and_taints_through_the_api(kubectl):
+    """Stale hardware labels, a changed inventory label and a removed taint are put back by
+    kubernetes.yml's node stage alone (its tag): the facts are read there, the API written
+    through kubernetes.core; a label nobody owns stays."""
+    worker, cp = WORKERS[0], CONTROL_PLANES[0]
+    kubectl.ok("label", "node", worker, "--overwrite", "clusterdos.io/gpu.count=8",
+               "clusterdos.io/gpu.architecture=hopper", "clusterdos.io/pool=other", "site.example/keep=me")
+    kubectl.ok("taint", "node", cp, "clusterdos.io/service-node:NoSchedule-")
+    try:
+        res = run_playbook("playbooks/kubernetes.yml", "--tags", "kubernetes_nodes_config")
+        assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
+        nodes = {n["metadata"]["name"]: n for n in kubectl.json("get", "nodes")["items"]}
+        labels = nodes[worker]["metadata"]["labels"]
+        assert labels["clusterdos.io/gpu.count"] == "0"
+        assert "clusterdos.io/gpu.architecture" not in labels
+        assert labels["clusterdos.io/pool"] == "lab-workers"
+        assert labels["site.example/keep"] == "me"
+        taints = {(t["key"], t.get("value", ""), t["effect"]) for t in nodes[cp]["spec"].get("taints", [])}
+        assert ("clusterdos.io/service-node", "true", "NoSchedule") in taints
+        again = run_playbook("playbooks/kubernetes.yml", "--tags", "kubernetes_nodes_config")
+        assert again.returncode == 0, again.stdout[-5000:]
+        assert all(" changed=0 " in line for line in again.stdout.split("PLAY RECAP")[-1].splitlines() if "ok=" in line), \
+            again.stdout[-3000:]
+    finally:
+        kubectl.run("label", "node", worker, "site.example/keep-")
 
 
 def test_control_plane_components_run_from_the_preloaded_images(kubectl, cp):

@@ -1,7 +1,8 @@
 """Lifecycle on the live cluster: add_node.yml joins a new worker while a workload runs
 (only the new node changes, plus /etc/hosts and the pod route on the others), the new
 node runs a pod, remove_node.yml drains, deletes and resets it, reset.yml then changes
-nothing, and upgrade.yml refuses a skipped minor against the real API server.
+nothing, upgrade.yml refuses a skipped minor against the real API server, and an upgrade
+to the version every node runs changes nothing.
 
 Runs after test_cluster.py (file order); the spare host k8s-w3 is put into kube_node by
 an extra inventory for these runs only."""
@@ -12,7 +13,7 @@ import json
 
 import pytest
 
-from conftest import EPHEMERAL, TEST_IMAGE, WORKERS, eventually, http_get, lab_host, run_playbook
+from conftest import CONTROL_PLANES, EPHEMERAL, TEST_IMAGE, WORKERS, eventually, http_get, lab_host, run_playbook
 
 SPARE = "k8s-w3"
 # Tasks that may report a change on hosts other than the new node.
@@ -22,7 +23,7 @@ ALLOWED_ELSEWHERE = {
     "Write the routes to the other nodes' pod networks",
     "Apply the routes (now and at every boot)",
     # On the first control plane, for the new node only (its labels, its serving certificate).
-    "Set node labels that differ from the inventory",
+    "Set node labels that differ from the inventory and the hardware found",
     "Approve kubelet serving certificates of inventory nodes",
 }
 
@@ -72,6 +73,9 @@ def test_add_node_joins_the_new_worker_ready(kubectl, added):
     node = kubectl.json("get", "node", SPARE)
     assert [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]["status"] == "True"
     assert node["metadata"]["labels"].get("clusterdos.io/pool") == "lab-workers"
+    # Its hardware labels, from the clusterdos_hw fact add_node.yml's GPU stage read.
+    assert node["metadata"]["labels"].get("clusterdos.io/gpu.count") is not None
+    assert node["metadata"]["labels"].get("clusterdos.io/rdma.ib") in ("true", "false")
 
 
 def test_add_node_touches_other_hosts_only_where_it_must(added):
@@ -132,3 +136,18 @@ def test_upgrade_refuses_a_downgrade_against_the_real_api(kubectl):
     assert res.returncode != 0
     assert "one minor at a time and never down" in res.stdout, res.stdout[-3000:]
     assert kubectl.ok("get", "nodes", "-o", "jsonpath={.items[*].status.nodeInfo.kubeletVersion}") == before
+
+
+def test_upgrade_to_the_running_version_changes_nothing(kubectl):
+    """Every node already runs the version: the version step check passes, each node's
+    running version is read through the API (kubernetes.core) and found current, and no
+    node is drained, upgraded or restarted."""
+    res = run_playbook("playbooks/upgrade.yml")
+    assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
+    recap = res.stdout.split("PLAY RECAP")[-1]
+    for name in CONTROL_PLANES + WORKERS:
+        line = [row for row in recap.splitlines() if row.startswith(name)]
+        assert line and " changed=0 " in line[0], recap
+    assert "Refuse to skip a minor version" in res.stdout
+    nodes = kubectl.json("get", "nodes")["items"]
+    assert not any(n["spec"].get("unschedulable") for n in nodes)
