@@ -8,7 +8,9 @@ closed (unreachable at once), and checks what the real run relies on:
   * a compute node that does not answer is left out, the run goes on for the others, and
     its hardware (its slurm.conf record) is the one saved at the last run;
   * a controller that does not answer stops the run before the next play;
-  * more than slurm_compute_max_fail_percentage of the compute nodes failing stops it too.
+  * more than slurm_compute_max_fail_percentage of the compute nodes failing stops it too;
+  * adding nodes, the hosts already running Slurm are not probed for hardware: a compute
+    node's comes from the saved file (probed in full only when the file lacks it).
 
 The whole Slurm stage with a stopped lab host: molecule/slurm_cluster (verify).
 """
@@ -53,7 +55,7 @@ PLAYBOOK = """
 
 
 def run(tmp_path: Path, down: set[str], compute: list[str], saved: dict | None = None,
-        extra: dict | None = None) -> subprocess.CompletedProcess[str]:
+        extra: dict | None = None, new_nodes: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     def host(name: str) -> dict:
         if name in down:
             # Nothing listens on port 9 here: the connection is refused at once (unreachable).
@@ -67,6 +69,9 @@ def run(tmp_path: Path, down: set[str], compute: list[str], saved: dict | None =
         "slurm_compute": {"hosts": {name: host(name) for name in compute}},
         "slurm_login": {"hosts": {"login": host("login")}},
     }}}
+    if new_nodes is not None:
+        # What the new_nodes entry point makes in add_node mode (slurm_add_node.yml).
+        inventory["all"]["children"]["slurm_new_nodes"] = {"hosts": {name: None for name in new_nodes}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     state = tmp_path / "state"
@@ -140,3 +145,28 @@ def test_no_failure_changes_nothing_and_says_nothing(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
     assert "Left out" not in result.stdout
     assert sorted(next_play(result.stdout)) == ["c1", "c2", "ctl", "login"]
+
+
+SAVED_C1 = {"c1": {"memtotal_mb": 4242, "processor_vcpus": 8, "processor_count": 1, "processor_cores": 8,
+                   "processor_threads_per_core": 1, "clusterdos_hw": {"gpus": []}}}
+
+
+def test_adding_a_node_reads_the_others_hardware_from_the_saved_file(tmp_path):
+    result = run(tmp_path, down=set(), compute=["c1", "c2"], saved=SAVED_C1, new_nodes=["c2"])
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:]
+    memory = next_play(out)["ctl"].split(",")
+    # c1 (running Slurm) keeps its saved record, c2 (new) is probed for real.
+    assert memory[0] == "4242" and memory[1].isdigit() and memory[1] != "4242", out[-3000:]
+    probed = [t for t in out.split("\nTASK [") if t.startswith("clusterdos.cluster.slurm : Probe a compute node in full")]
+    assert probed and "skipping: [c1]" in probed[0], out[-3000:]
+
+
+def test_adding_a_node_probes_a_node_missing_from_the_saved_file(tmp_path):
+    result = run(tmp_path, down=set(), compute=["c1", "c2"], saved={}, new_nodes=["c2"])
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:]
+    memory = next_play(out)["ctl"].split(",")
+    assert all(m.isdigit() and m != "4242" for m in memory), out[-3000:]
+    probed = [t for t in out.split("\nTASK [") if t.startswith("clusterdos.cluster.slurm : Probe a compute node in full")]
+    assert probed and "ok: [c1]" in probed[0], out[-3000:]

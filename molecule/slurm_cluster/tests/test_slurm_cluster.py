@@ -55,11 +55,11 @@ def lab_host(name: str):
     return testinfra.get_host(f"ansible://{name}", ansible_inventory=lab_inventory())
 
 
-def playbook(name: str) -> subprocess.CompletedProcess[str]:
+def playbook(name: str, *extra: str) -> subprocess.CompletedProcess[str]:
     """ansible-playbook on the lab with the scenario's inventory (as molecule runs it)."""
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
     return subprocess.run(["ansible-playbook", "-i", lab_inventory(), "-i", str(SCENARIO / "inventory"),
-                           str(ROOT / "playbooks" / name)], env=env, capture_output=True, text=True, cwd=ROOT)
+                           str(ROOT / "playbooks" / name), *extra], env=env, capture_output=True, text=True, cwd=ROOT)
 
 
 def recap(out: str) -> dict[str, dict[str, int]]:
@@ -75,6 +75,15 @@ def wait_for(probe, what: str, tries: int = 60, delay: float = 2.0):
             return value
         time.sleep(delay)
     pytest.fail(f"gave up waiting for {what}")
+
+
+def booted(name: str) -> bool:
+    """The host answers over SSH and systemd has finished starting it."""
+    try:
+        state = lab_host(name).run("systemctl is-system-running --wait").stdout.strip()
+    except RuntimeError:  # testinfra raises when ssh itself fails (sshd not up yet)
+        return False
+    return state in ("running", "degraded")
 
 
 def node_states(host) -> dict[str, str]:
@@ -194,8 +203,7 @@ def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
     finally:
         subprocess.run(["podman", "start", container], check=True, capture_output=True)
 
-    wait_for(lambda: lab_host(down).run("systemctl is-system-running --wait").stdout.strip() in ("running", "degraded"),
-             f"{down} to boot")
+    wait_for(lambda: booted(down), f"{down} to boot")
     rerun = playbook("slurm.yml")
     stats = recap(rerun.stdout)
     assert rerun.returncode == 0, rerun.stdout[-4000:] + rerun.stderr[-2000:]
@@ -208,17 +216,25 @@ def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
 
 
 def test_add_compute_node_while_a_job_runs(host):
-    """slurm_add_node.yml adds a third node: the running job and the other slurmd live on."""
+    """base.yml on a new host, then slurm_add_node.yml adds it as a third node: the running
+    job and the other slurmd live on, every Slurm host resolves the new one, and only the
+    new host is probed for hardware."""
     job = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --nodes=1 --job-name=long --wrap 'sleep 900'")
     wait_for(lambda: host.check_output(f"squeue --noheader --jobs {job} --format %T") == "RUNNING", f"job {job} to run")
     pids = {n: lab_host(n).check_output("systemctl show --property MainPID --value slurmd") for n in COMPUTE}
     try:
         hosts = [f"--host={n}={','.join(g)}" for n, g in GROUPS.items()] + [f"--host={NEW_NODE}=slurm_compute"]
         subprocess.run([LAB_CLI, "up", "--name", LAB, *hosts], check=True, capture_output=True, text=True)
-        # base everywhere: the new host needs the package proxy, and every host needs it in /etc/hosts.
-        for name in ("base.yml", "slurm_add_node.yml"):
-            run = playbook(name)
+        # base.yml on the new host alone (the package proxy, its /etc/hosts); slurm_add_node.yml
+        # puts it in the other Slurm hosts' /etc/hosts itself.
+        for name, limit in (("base.yml", ["--limit", f"{NEW_NODE},localhost"]), ("slurm_add_node.yml", [])):
+            run = playbook(name, *limit)
             assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        for name in GROUPS:
+            assert re.search(rf"^\S+\s+{NEW_NODE}$", lab_host(name).file("/etc/hosts").content_string, re.M), name
+        # The hosts already running Slurm are not probed for hardware: only the new one is.
+        probes = [t for t in run.stdout.split("\nTASK [") if t.startswith("Discover GPUs and RDMA devices")]
+        assert len(probes) == 1 and re.search(rf"^included: .* for {NEW_NODE}$", probes[0], re.M), run.stdout[-4000:]
 
         assert host.check_output(f"squeue --noheader --jobs {job} --format '%T %N'") == f"RUNNING {COMPUTE[0]}"
         for name, pid in pids.items():

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""What adding one compute node costs, and whom it touches, on the 4-host Slurm lab of
+molecule/slurm_cluster (controller + slurmdbd, two compute nodes, one login host):
+
+  first converge   base.yml + slurm.yml on fresh hosts: the reference, and its per-host
+                   share (first converge / hosts) as "one node's own converge"
+  add node         a fifth host (compute): base.yml on it alone (--limit NEW,localhost;
+                   --base-on-all: on every host), then slurm_add_node.yml
+  no-op add node   slurm_add_node.yml again, with nothing to add
+
+For each playbook run: seconds, task headers, changed, and the tasks that ran (ok+changed
+in the recap) on the new host and on each existing host -- the existing hosts' share is
+what must stay small and independent of the cluster's size. The slowest tasks of the add
+come from the profile_tasks callback. Prints figures and the load average; asserts nothing
+about time. Starts its own lab and removes it afterwards (--keep leaves it up).
+
+    python3 benchmarks/slurm_add_node.py [--name bench-slurm-add] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "molecule" / "slurm_cluster"
+LAB_CLI = str(ROOT / "bin" / "clusterdos-lab")
+NEW_NODE = "slurm-c3"
+
+
+def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    proc = subprocess.run(argv, check=False, text=True, capture_output=True, cwd=ROOT, **kwargs)
+    if proc.returncode != 0:
+        sys.exit(f"failed: {' '.join(argv)}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    return proc
+
+
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+class Figures:
+    def __init__(self, inventory: str, env: dict[str, str]):
+        self.inventory = inventory
+        self.env = env
+
+    def playbook(self, path: Path, *extra: str, profile: bool = False) -> dict:
+        env = dict(self.env)
+        if profile:
+            env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"
+            env["PROFILE_TASKS_TASK_OUTPUT_LIMIT"] = "12"
+        start = time.monotonic()
+        proc = run(["ansible-playbook", "-i", self.inventory, "-i", str(SCENARIO / "inventory"), str(path), *extra], env=env)
+        seconds = time.monotonic() - start
+        recap = {h: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", f)}
+                 for h, f in re.findall(r"^(\S+)\s+: (ok=.*)$", proc.stdout, re.M)}
+        slowest = re.findall(r"^(.+?) -+ (\d+\.\d+)s$", proc.stdout, re.M) if profile else []
+        return {
+            "seconds": seconds,
+            "tasks": len(re.findall(r"^TASK \[", proc.stdout, re.M)),
+            "changed": sum(r["changed"] for r in recap.values()),
+            "ran": {h: r["ok"] + r["changed"] for h, r in recap.items() if h != "localhost"},
+            "slowest": slowest,
+        }
+
+
+def describe(label: str, fig: dict, hosts: list[str], new: str | None = None) -> list[str]:
+    ran = fig["ran"]
+    others = [h for h in hosts if h != new]
+    line = f"{label:<26}{fig['seconds']:7.1f} s  tasks={fig['tasks']} changed={fig['changed']}"
+    if new:
+        line += f"  ran on {new}: {ran.get(new, 0)}; on each other host: " + \
+            ", ".join(f"{h} {ran.get(h, 0)}" for h in others)
+    else:
+        line += "  ran per host: " + ", ".join(f"{h} {ran.get(h, 0)}" for h in hosts)
+    return [line]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--name", default="bench-slurm-add", help="lab name (default: %(default)s)")
+    ap.add_argument("--keep", action="store_true", help="leave the lab up")
+    ap.add_argument("--base-on-all", action="store_true",
+                    help="run base.yml on every host before the add (the path before slurm_add_node.yml updated "
+                         "the other hosts' /etc/hosts itself), not on the new node alone")
+    args = ap.parse_args()
+    platforms = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["platforms"]
+    names = [p["name"] for p in platforms]
+    hosts = [f"--host={p['name']}={','.join(p['groups'])}" for p in platforms]
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
+    lines: list[str] = []
+    loads = [load()]
+    try:
+        subprocess.run([LAB_CLI, "down", "--name", args.name], cwd=ROOT, check=False, capture_output=True)
+        run([LAB_CLI, "up", "--name", args.name, *hosts])
+        figs = Figures(run([LAB_CLI, "inventory", "--name", args.name]).stdout.strip(), env)
+        first = figs.playbook(SCENARIO / "converge.yml")
+        share = first["seconds"] / len(names)
+        lines += describe("first converge", first, names)
+        lines.append(f"{'':<26}per-host share (one node's own converge): {share:.1f} s")
+        loads.append(load())
+
+        run([LAB_CLI, "up", "--name", args.name, *hosts, f"--host={NEW_NODE}=slurm_compute"])
+        figs.inventory = run([LAB_CLI, "inventory", "--name", args.name]).stdout.strip()
+        limit = [] if args.base_on_all else ["--limit", f"{NEW_NODE},localhost"]
+        base = figs.playbook(ROOT / "playbooks" / "base.yml", *limit)
+        add = figs.playbook(ROOT / "playbooks" / "slurm_add_node.yml", profile=True)
+        lines += describe("add node: base.yml" + ("" if args.base_on_all else " (new)"), base, names + [NEW_NODE], NEW_NODE)
+        lines += describe("add node: slurm_add_node", add, names + [NEW_NODE], NEW_NODE)
+        total = base["seconds"] + add["seconds"]
+        lines.append(f"{'add node total':<26}{total:7.1f} s  = {total / share:.2f}x the per-host share,"
+                     f" {100 * total / first['seconds']:.0f}% of the first converge")
+        loads.append(load())
+        noop = figs.playbook(ROOT / "playbooks" / "slurm_add_node.yml")
+        lines += describe("no-op add node", noop, names + [NEW_NODE], NEW_NODE)
+        loads.append(load())
+    finally:
+        if not args.keep:
+            subprocess.run([LAB_CLI, "down", "--name", args.name], cwd=ROOT, check=False, capture_output=True)
+    print(f"hosts: {', '.join(names)} + {NEW_NODE} (new)")
+    print("\n".join(lines))
+    if add["slowest"]:
+        print("slowest tasks of slurm_add_node.yml (profile_tasks):")
+        for name, secs in add["slowest"]:
+            print(f"  {float(secs):6.1f} s  {name.strip()}")
+    print(f"load average (1/5/15 min) at start and after each step: {'  '.join(loads)} on {os.cpu_count()} CPUs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
