@@ -23,6 +23,7 @@ import json
 import os
 import re
 import tempfile
+import time
 import typing as t
 from dataclasses import dataclass, field
 
@@ -55,6 +56,18 @@ DEFAULT_UPSTREAM_REGISTRIES: t.Tuple[str, ...] = (
     "nvcr.io",
     "public.ecr.aws",
 )
+
+
+# What the API server (or the way to it) says when it cannot answer right now: a member
+# restarting, etcd electing a leader, the OpenAPI document not ready yet, a loaded
+# control plane. A helm call failing with one of these is tried again (TRANSIENT_DELAYS);
+# any other failure is reported at once.
+TRANSIENT_ERRORS = re.compile(
+    r"the server is currently unable to handle the request|connection refused|connection reset by peer"
+    r"|TLS handshake timeout|i/o timeout|etcdserver: (request timed out|leader changed)"
+    r"|http2: client connection lost|the server has asked for the client to provide credentials \(get",
+    re.IGNORECASE)
+TRANSIENT_DELAYS: t.Tuple[float, ...] = (5.0, 10.0, 20.0)
 
 
 class HelmError(Exception):
@@ -316,8 +329,14 @@ class HelmRelease:
     """Install, upgrade or uninstall one release; compare before changing anything."""
 
     def __init__(self, run: Runner, binary: str = "helm", kubeconfig: t.Optional[str] = None,
-                 kube_context: t.Optional[str] = None, tmpdir: t.Optional[str] = None) -> None:
+                 kube_context: t.Optional[str] = None, tmpdir: t.Optional[str] = None,
+                 retry_delays: t.Sequence[float] = TRANSIENT_DELAYS,
+                 sleep: t.Callable[[float], None] = time.sleep) -> None:
         self._run = run
+        self._retry_delays = tuple(retry_delays)
+        self._sleep = sleep
+        # Each transient failure tried again: (what, the error's first line).
+        self.retried: t.List[t.Tuple[str, str]] = []
         self._binary = binary
         self._kubeconfig = kubeconfig
         self._kube_context = kube_context
@@ -327,11 +346,19 @@ class HelmRelease:
 
     # -- helpers ---------------------------------------------------------------------
     def _call(self, argv: t.List[str], what: str) -> str:
-        self.commands.append(argv)
-        rc, out, err = self._run(argv)
-        if rc != 0:
-            raise HelmError(f"helm failed to {what}: {(err or out).strip()}", argv=argv, rc=rc, stderr=err)
-        return out
+        """Run one helm command; a transient API failure is tried again after each delay."""
+        for attempt, delay in enumerate(self._retry_delays + (None,), start=1):
+            self.commands.append(argv)
+            rc, out, err = self._run(argv)
+            if rc == 0:
+                return out
+            message = (err or out).strip()
+            if delay is None or not TRANSIENT_ERRORS.search(message):
+                tries = f" (after {attempt} tries)" if attempt > 1 else ""
+                raise HelmError(f"helm failed to {what}{tries}: {message}", argv=argv, rc=rc, stderr=err)
+            self.retried.append((what, message.splitlines()[0] if message else ""))
+            self._sleep(delay)
+        raise AssertionError("not reached")  # pragma: no cover
 
     def _json(self, argv: t.List[str], what: str) -> t.Any:
         out = self._call(argv, what)

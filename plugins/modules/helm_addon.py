@@ -188,6 +188,14 @@ seconds:
   returned: always
   type: float
   sample: 12.4
+retried:
+  description:
+    - Helm calls that failed with a transient API error (the server unable to handle the request, a refused or reset
+      connection, an etcd timeout...) and were tried again after 5, 10 and 20 seconds, each with the error's first line.
+      Any other failure is reported at once.
+  returned: always
+  type: list
+  elements: str
 commands:
   description: Every helm command run, as argv lists (values are passed in a temporary file).
   returned: always
@@ -260,8 +268,10 @@ def main() -> None:
         module.fail_json(msg=exc.msg, cmd=exc.argv, rc=exc.rc, stderr=exc.stderr)
     out = dict(changed=result.changed, status=result.status, release=result.release, values_changed=result.values_changed,
                manifest_changed=result.manifest_changed, chart_changed=result.chart_changed, settled=result.settled,
-               commands=result.commands,
+               commands=result.commands, retried=["%s: %s" % r for r in helm.retried],
                seconds=round(time.monotonic() - started, 1))
+    for what, error in helm.retried:
+        module.warn("helm failed to %s with a transient API error and was tried again: %s" % (what, error))
     if module._diff and result.diff:
         out["diff"] = result.diff
     module.exit_json(**out)

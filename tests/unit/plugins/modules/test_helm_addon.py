@@ -96,3 +96,51 @@ def test_registry_mirror_must_be_a_registry_not_a_url(capsys):
     out = _main({"name": "x", "namespace": "y", "chart_path": "/c", "image_registry_mirror": "https://registry.site",
                  "binary_path": "/bin/false"}, capsys)
     assert "image_registry_mirror must be a registry host[:port][/prefix] without a scheme" in out["msg"]
+
+
+class FlakyApiServer:
+    """Stands in for an API server that answers helm with the given (rc, stderr) in turn,
+    then success; records every call and every pause (no real sleeping)."""
+
+    def __init__(self, failures):
+        self.failures = list(failures)
+        self.calls = []
+        self.pauses = []
+
+    def __call__(self, argv):
+        self.calls.append(argv)
+        if self.failures:
+            rc, err = self.failures.pop(0)
+            return rc, "", err
+        return 0, "v4.1.4+g0\n" if argv[1:2] == ["version"] else "[]", ""
+
+
+UNAVAILABLE = ("Error: unable to build kubernetes objects from release manifest: error validating \"\": "
+               "error validating data: failed to download openapi: the server is currently unable to handle the request")
+
+
+def test_transient_api_error_is_tried_again_then_succeeds():
+    server = FlakyApiServer([(1, UNAVAILABLE), (1, "Error: Kubernetes cluster unreachable: dial tcp 127.0.0.1:8443: connect: connection refused")])
+    helm = HelmRelease(server, sleep=server.pauses.append)
+    assert helm._call(["helm", "list"], "list") == "[]"
+    assert len(server.calls) == 3 and server.pauses == [5.0, 10.0]
+    assert [what for what, _ in helm.retried] == ["list", "list"]
+    assert "unable to handle the request" in helm.retried[0][1]
+
+
+def test_transient_api_error_that_persists_fails_after_four_tries():
+    server = FlakyApiServer([(1, UNAVAILABLE)] * 4)
+    helm = HelmRelease(server, sleep=server.pauses.append)
+    with pytest.raises(HelmError) as err:
+        helm._call(["helm", "list"], "list releases")
+    assert err.value.msg.startswith("helm failed to list releases (after 4 tries): ")
+    assert len(server.calls) == 4 and server.pauses == [5.0, 10.0, 20.0]
+
+
+def test_other_errors_are_not_tried_again():
+    server = FlakyApiServer([(1, "Error: values don't meet the specifications of the schema(s)")])
+    helm = HelmRelease(server, sleep=server.pauses.append)
+    with pytest.raises(HelmError) as err:
+        helm._call(["helm", "upgrade"], "install or upgrade x")
+    assert err.value.msg == "helm failed to install or upgrade x: Error: values don't meet the specifications of the schema(s)"
+    assert len(server.calls) == 1 and server.pauses == [] and helm.retried == []
