@@ -125,9 +125,18 @@ def test_crictl_pointed_at_containerd(host):
     assert conf["runtime-endpoint"] == "unix:///run/containerd/containerd.sock"
 
 
+def test_image_archive_fetched_from_the_file_mirror_and_imported(host):
+    """containerd_image_archives with containerd_image_archives_url (file:// mirror on the
+    host): the role fetched the archive (sha256 checked), imported it into containerd's
+    Kubernetes namespace and removed its copy; the mirror keeps the original."""
+    assert IMAGE in host.check_output("ctr -n k8s.io images ls -q").split()
+    assert not host.file("/var/cache/clusterdos/images/busybox-image.tar").exists
+    assert host.file("/var/cache/clusterdos/images").mode == 0o700
+    assert host.file("/srv/image-mirror/busybox-image.tar").exists
+
+
 def test_runs_a_container_from_a_local_image(host):
-    host.check_output("ctr -n k8s.io images import /root/busybox-image.tar")
-    assert IMAGE in host.check_output("ctr -n k8s.io images ls -q")
+    assert IMAGE in host.check_output("ctr -n k8s.io images ls -q").split()
     host.run("ctr -n k8s.io containers rm moltest")
     out = host.check_output(f"ctr -n k8s.io run --rm {IMAGE} moltest /bin/echo hello-from-containerd")
     assert out.strip() == "hello-from-containerd"

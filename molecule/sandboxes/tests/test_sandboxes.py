@@ -4,13 +4,18 @@ What runs for real: Debian's runsc runs a busybox bundle built here on the host,
 the workload sees gVisor's kernel; the containerd role (Debian's containerd 1.6) keeps
 the runsc and kata handlers in its one CRI drop-in, and the CRI plugin loads with them and
 with the role's own settings; the Kata preflight refuses this host (no hardware
-virtualization).
+virtualization), in sandboxes.yml and in the site-wide host preflight (preflight_hosts.yml),
+and Kata's input checks refuse a malformed release pin before any change; the host
+preflight accepts the gVisor host and well-formed Lustre client inputs, and storage.yml
+refuses a malformed Lustre mount, changing nothing; sandboxes.yml alone re-run on the
+converged host changes nothing.
 Not exercised here: pods through containerd-shim-runsc-v1 (Debian's runsc has no shim)
 and any Kata VM (no usable KVM, no release tarball offline).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tomllib
@@ -157,3 +162,73 @@ def test_kata_preflight_refuses_host_without_kvm(kata):
     assert "changed=0" in out
     assert not kata.file("/opt/kata").exists
     assert not kata.file("/opt/kata-releases").exists
+
+
+# --- The site-wide host preflight (preflight_hosts.yml) and Kata's input checks --------------
+# Group names are parameters: clusterdos_lustre_client_group=gvisor makes sb-gvisor a Lustre
+# client for the preflight only (read-only: nothing is installed or mounted).
+LUSTRE_MOUNT = {"fsname": "scratch", "mgs_nids": ["10.0.0.1@tcp", "10.0.0.2@tcp"], "path": "/lustre/scratch"}
+
+
+def _playbook(playbook, *args):
+    # Plain text (molecule's environment forces colour): the recap lines are read below.
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(PROJECT / ".cache" / "collections"),
+               ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    run = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(PROJECT / "playbooks" / playbook),
+                          *args], capture_output=True, text=True, env=env, check=False)
+    return run.returncode, run.stdout + run.stderr
+
+
+def test_host_preflight_accepts_gvisor_and_lustre_inputs_changing_nothing(gvisor):
+    rc, out = _playbook("preflight_hosts.yml", "--limit", GVISOR, "-e", "clusterdos_lustre_client_group=gvisor",
+                        "-e", json.dumps({"lustre_client_mounts": [LUSTRE_MOUNT]}))
+    assert rc == 0, out
+    assert "changed=0" in out and "failed=0" in out
+    # Both roles' checks ran on the host (not skipped): their last task is reported ok.
+    assert "TASK [clusterdos.cluster.gvisor : Check runsc flags are flat key = value pairs]" in out
+    assert "TASK [clusterdos.cluster.lustre_client : Check Lustre mounts" in out
+    assert not gvisor.file("/etc/lnet.conf").exists
+    assert not gvisor.file("/lustre/scratch").exists
+
+
+def test_storage_playbook_refuses_a_malformed_lustre_mount_before_any_change(gvisor):
+    """storage.yml's own preflight (the stage run on its own) stops on a bad Lustre mount."""
+    bad = dict(LUSTRE_MOUNT, mgs_nids=["10.0.0.1@eth0"], fsname="much_too_long")
+    rc, out = _playbook("storage.yml", "--limit", f"{GVISOR},localhost", "-e", "clusterdos_lustre_client_group=gvisor",
+                        "-e", "clusterdos_nfs_client_group=nogroup", "-e", "clusterdos_storage_server_group=nogroup",
+                        "-e", json.dumps({"lustre_client_mounts": [bad]}))
+    assert rc != 0, out
+    assert "Fix lustre_client_mounts" in out and "fsname 'much_too_long'" in out
+    assert "changed=0" in out
+
+
+def test_host_preflight_refuses_kata_without_kvm(kata):
+    rc, out = _playbook("preflight_hosts.yml", "--limit", KATA, "-e", "clusterdos_kata_group=kata_render")
+    assert rc != 0, out
+    assert f"Kata Containers cannot run on {KATA}" in out
+    assert "changed=0" in out
+    assert not kata.file("/opt/kata").exists
+
+
+def test_kata_input_checks_refuse_a_malformed_pin_before_any_change(kata):
+    """With the KVM preflight off, Kata's own input checks still stop sandboxes.yml on this
+    host before anything is downloaded or written."""
+    rc, out = _playbook("sandboxes.yml", "--limit", f"{KATA},localhost", "-e", "clusterdos_kata_group=kata_render",
+                        "-e", "clusterdos_gvisor_group=nogroup",
+                        "-e", json.dumps({"kata_preflight": False, "kata_checksum": "sha256:1234"}))
+    assert rc != 0, out
+    assert "the pinned digest of" in out and "got 'sha256:1234'" in out
+    assert "changed=0" in out
+    assert not kata.file("/opt/kata").exists
+    assert not kata.file("/opt/kata-releases").exists
+
+
+def test_sandboxes_playbook_alone_on_the_converged_host_changes_nothing(gvisor):
+    """sandboxes.yml on its own, as a site re-runs a stage: the containerd role is not in the
+    run, so the handler registration reads the installed containerd's version itself (the
+    config schema) and writes the same CRI drop-in: nothing changes."""
+    rc, out = _playbook("sandboxes.yml", "--limit", f"{GVISOR},localhost", "-e", "clusterdos_kata_group=nogroup")
+    assert rc == 0, out
+    assert "TASK [clusterdos.cluster.containerd : Find the installed containerd's version" in out
+    recap = [line for line in out.splitlines() if line.startswith(GVISOR + " ")]
+    assert recap and "changed=0" in recap[-1] and "failed=0" in recap[-1], out[-3000:]
