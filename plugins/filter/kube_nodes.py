@@ -55,7 +55,10 @@ _value:
   contains:
     node: {description: The node name., type: str}
     labels: {description: Labels to set (string values) or remove (null)., type: dict}
-    taints: {description: Taints to add or update, as C({key, value, effect})., type: list}
+    taints:
+      description: Taints to add or update, each a mapping with C(key), C(value) and C(effect).
+      type: list
+      elements: dict
 """
 
 import re
