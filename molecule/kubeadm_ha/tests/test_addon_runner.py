@@ -1,5 +1,5 @@
 """The add-on stage from its default host, the first control plane, on a fresh cluster:
-the addons role put helm (the login role's directory source, version checked) and
+the addons role put helm (the login role's directory source, version checked) there and
 Debian's kubernetes Python client there, read the real local-path-provisioner chart from
 the site's chart mirror (../shared/charts over HTTP on the lab bridge) and installed it.
 Its image cannot be pulled here, so only the release and its objects are checked, not pods.
@@ -25,15 +25,17 @@ def host(name):
     return testinfra.get_host(f"ansible://{name}", ansible_inventory=str(INVENTORY))
 
 
-def test_only_the_addon_host_got_helm_and_the_kubernetes_client():
+def test_only_the_addon_host_got_helm_and_every_control_plane_the_kubernetes_client():
     first = host(MEMBERS[0])
     version = first.run("/usr/local/bin/helm version --short")
     assert version.rc == 0 and version.stdout.startswith("v4.1.4"), version.stdout + version.stderr
     assert first.package("python3-kubernetes").is_installed
     assert first.run("python3 -c 'import kubernetes'").rc == 0
+    # helm only where the add-ons run; the kubernetes client is on every control plane
+    # (kubernetes_cluster_api_client_packages: the node operations use kubernetes.core).
     for other in MEMBERS[1:]:
         assert not host(other).file("/usr/local/bin/helm").exists, other
-        assert not host(other).package("python3-kubernetes").is_installed, other
+        assert host(other).package("python3-kubernetes").is_installed, other
 
 
 def test_the_release_from_the_chart_mirror_is_deployed():
