@@ -1,6 +1,6 @@
 """The add-on stage from its default host, the first control plane, on a fresh cluster:
-the addons role put helm (the login role's directory source, version checked) there and
-Debian's kubernetes Python client there, read the real local-path-provisioner chart from
+the addons role put helm there (the login role's directory source, version checked) and
+made sure of Debian's kubernetes Python client, read the real local-path-provisioner chart from
 the site's chart mirror (../shared/charts over HTTP on the lab bridge) and installed it.
 Its image cannot be pulled here, so only the release and its objects are checked, not pods.
 Runs before test_ha.py stops a member (file order)."""
