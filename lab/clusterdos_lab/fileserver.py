@@ -9,7 +9,6 @@ bridge address as well, and `down` stops the server (its rule goes with the lab'
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from .proxy import port_free
 from .spec import LabSpec
-from .util import LabError, run
+from .util import LabError, run, terminate
 
 DEFAULT_PORT = int(os.environ.get("CLUSTERDOS_LAB_FILES_PORT", "8090"))
 
@@ -82,14 +81,5 @@ def start(spec: LabSpec, directory: Path, port: int = DEFAULT_PORT) -> str:
 def stop(spec: LabSpec) -> None:
     current = running(spec)
     if current:
-        pid = current[0]
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-            except OSError:
-                break
-            time.sleep(0.1)
-        else:
-            os.kill(pid, signal.SIGKILL)
+        terminate(current[0])
     (_state(spec) / "pid").unlink(missing_ok=True)

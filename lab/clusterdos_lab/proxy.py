@@ -9,13 +9,12 @@ to the distribution archives it knows, so it is not a general web proxy.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import time
 from pathlib import Path
 
 from .spec import CACHE_ROOT, LabSpec
-from .util import LabError, run
+from .util import LabError, run, terminate
 
 DEFAULT_PORT = int(os.environ.get("CLUSTERDOS_LAB_PROXY_PORT", "3142"))
 DEBIAN_MIRROR = os.environ.get("CLUSTERDOS_LAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
@@ -93,13 +92,5 @@ def start(spec: LabSpec, port: int = DEFAULT_PORT) -> str:
 def stop(spec: LabSpec) -> None:
     pid = running(spec)
     if pid:
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-            except OSError:
-                break
-            time.sleep(0.1)
-        else:
-            os.kill(pid, signal.SIGKILL)
+        terminate(pid)
     pidfile(spec).unlink(missing_ok=True)

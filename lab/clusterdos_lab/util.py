@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -81,3 +82,16 @@ def mem_available_mib() -> int:
             if line.startswith("MemAvailable:"):
                 return int(line.split()[1]) // 1024
     return 0
+
+
+def terminate(pid: int, grace_s: float = 5.0) -> None:
+    """SIGTERM a process, then SIGKILL it if it is still there after grace_s."""
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
