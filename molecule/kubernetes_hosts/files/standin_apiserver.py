@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """TEST FIXTURE, not part of any role: a stand-in Kubernetes API server.
 
-kubeadm cannot be had on this machine, so no real API server runs in this scenario.
-This answers only what the real kubectl needs for `kubectl get nodes` (discovery of the
-core group, and a NodeList whose nodes report the kubelet versions given on the command
-line), over plain HTTP. Nothing else is implemented; every other path is a 404.
+This scenario checks the upgrade refusals without building a cluster (the kubeadm
+scenarios run real API servers), so it needs only what kubectl and kubernetes.core's
+k8s_info ask for to list nodes: the server version, discovery of the core group, and a
+NodeList whose nodes report the kubelet versions given on the command line, over plain
+HTTP. Nothing else is implemented; every other path is a 404.
 
     standin_apiserver.py ADDRESS PORT '{"node-name": "v1.33.4", ...}'
 """
@@ -18,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 NODES: dict[str, str] = json.loads(sys.argv[3])
 
 ROUTES = {
+    "/version": {"major": "1", "minor": "33", "gitVersion": "v1.33.4"},
     "/api": {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []},
     "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": []},
     "/api/v1": {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
