@@ -33,6 +33,11 @@ ROCM = "6.4.1"
 NOTE = "clusterdOS test stand-in: an EMPTY package named like the vendor's, for repository and version selection tests. Not a driver."
 
 CUDA = [
+    # 570.124.06 is the exact release nv-host pins (nvidia_gpu_driver_version): older than
+    # the branch's newest, so the pin, not "newest of the branch", must pick it.
+    ("nvidia-kernel-open-dkms", "570.124.06-1", ""),
+    ("nvidia-open", "570.124.06-1", "nvidia-kernel-open-dkms (= 570.124.06-1)"),
+    ("nvidia-fabricmanager-570", "570.124.06-1", ""),
     ("nvidia-kernel-open-dkms", "570.172.08-1", ""),
     ("nvidia-kernel-open-dkms", "575.64.05-1", ""),
     ("nvidia-open", "570.172.08-1", "nvidia-kernel-open-dkms (= 570.172.08-1)"),
@@ -131,7 +136,9 @@ def main() -> int:
         flat_repo(nct / "stable/deb/amd64", TOOLKIT, "https://nvidia.github.io/libnvidia-container/stable/deb/amd64", gnupghome)
         (nct / "gpgkey").write_text(key)
         radeon = out / "repo.radeon.com"
-        dists_repo(radeon / f"amdgpu/{ROCM}/ubuntu", AMDGPU, gnupghome)
+        # The AMD DKMS host installs headers for its running kernel too: the same stand-in,
+        # served here (on a real site they come from the OS's own repositories).
+        dists_repo(radeon / f"amdgpu/{ROCM}/ubuntu", AMDGPU + [(f"linux-headers-{kernel}", "1.0-standin", "")], gnupghome)
         dists_repo(radeon / f"rocm/apt/{ROCM}", ROCM_PKGS, gnupghome)
         (radeon / "rocm").mkdir(parents=True, exist_ok=True)
         (radeon / "rocm/rocm.gpg.key").write_text(key)

@@ -119,7 +119,7 @@ def test_containerd_dropin_registers_nvidia_as_default_runtime(host, name):
 
 
 def test_nouveau_blacklisted_on_every_nvidia_host(host, name):
-    skip_unless(name, ["nv-host", "nv-operator"])
+    skip_unless(name, ["nv-host", "nv-operator", "nv-pcie"])
     conf = host.file("/etc/modprobe.d/blacklist-nouveau-clusterdos.conf").content_string
     assert "blacklist nouveau" in conf and "options nouveau modeset=0" in conf
 
@@ -134,6 +134,26 @@ def test_published_facts_host_mode(name):
     assert (gpus["vendor"], gpus["count"], gpus["driver_loaded"]) == ("none", 0, False)
     assert gpus["installed_package_version"] == "570.172.08-1"
     assert gpus["fabricmanager"] is True and gpus["reboot_required"] is False
+
+
+# --- NVIDIA, a PCIe host: an exact driver release, no fabric manager ----------------------
+
+def test_exact_driver_release_pinned_not_the_branch_newest(host, name):
+    skip_unless(name, ["nv-pcie"])
+    assert installed(host, "nvidia-open") == installed(host, "nvidia-kernel-open-dkms") == "570.124.06-1"
+    flat = " ".join(host.check_output("apt-cache policy nvidia-open").split())
+    assert "Candidate: 570.124.06-1" in flat
+    # The branch's newer release and the newer branch: in the mirror, never installable.
+    assert "570.172.08-1 -1" in flat and "575.64.05-1 -1" in flat, flat
+    assert "Inst nvidia" not in host.check_output("apt-get -s dist-upgrade")
+
+
+def test_no_fabric_manager_without_nvswitch(host, name):
+    skip_unless(name, ["nv-pcie"])
+    assert installed(host, "nvidia-fabricmanager-570") is None
+    assert not host.file("/etc/apt/preferences.d/clusterdos-10-nvidia-fabricmanager").exists
+    gpus = clusterdos_hw(name)["gpus"]
+    assert gpus["fabricmanager"] is False and gpus["installed_package_version"] == "570.124.06-1"
 
 
 # --- NVIDIA, GPU Operator owns driver and toolkit ---------------------------------------
@@ -161,6 +181,8 @@ def test_amd_repositories_pinned_and_dkms_rocm_installed(host, name):
     assert " 600 " in host.check_output("apt-cache policy rocm")
     groups = host.user("labuser").groups
     assert "video" in groups and "render" in groups
+    # Headers for the running kernel, which DKMS builds amdgpu against (amd_gpu_kernel_headers).
+    assert installed(host, f"linux-headers-{host.check_output('uname -r')}") == "1.0-standin"
     hw = clusterdos_hw(name)
     assert (hw["gpu_driver_managed_by"], hw["gpus"]["kernel_driver"], hw["gpus"]["rocm_version"]) == ("host", "dkms", "6.4.1")
 
@@ -190,3 +212,19 @@ def test_rdma_inbox_stack_from_debian(host, name):
     assert "ib_uverbs" in host.file("/etc/modules-load.d/60-clusterdos-rdma.conf").content_string.split()
     hw = clusterdos_hw(name)
     assert hw["hcas"] == [] and hw["rdma"]["stack"] == "inbox"
+
+
+def test_ipoib_interface_written_for_ifupdown_and_read_by_it(host, name):
+    """rdma_ipoib_interfaces on Debian (backend auto: ifupdown): the role installs ifupdown,
+    which reads the file it wrote. No InfiniBand port here: ib0 never comes up."""
+    skip_unless(name, ["amd-deb-rdma"])
+    assert installed(host, "ifupdown"), "the IPoIB backend's package"
+    conf = host.file("/etc/network/interfaces.d/60-clusterdos-ipoib")
+    assert (conf.user, conf.group, conf.mode) == ("root", "root", 0o600)
+    assert "allow-hotplug ib0" in conf.content_string
+    # ifupdown's own parser, through /etc/network/interfaces (which sources interfaces.d).
+    query = host.check_output("ifquery ib0")
+    # ifupdown reads the CIDR as address and netmask.
+    assert "address: 10.20.0.4\n" in query and "netmask: 255.255.0.0" in query and "mtu: 65520" in query, query
+    assert "echo connected > /sys/class/net/ib0/mode" in query, query
+    assert "ib_ipoib" in host.file("/etc/modules-load.d/60-clusterdos-rdma.conf").content_string.split()
