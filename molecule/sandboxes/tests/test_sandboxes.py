@@ -1,7 +1,9 @@
 """Verify gVisor and Kata on real lab hosts (podman containers with systemd).
 
 What runs for real: Debian's runsc runs a busybox bundle built here on the host, and
-the workload sees gVisor's kernel; the containerd role (Debian's containerd 1.6) keeps
+the workload sees gVisor's kernel; on the other host the gvisor role's release method
+fetches runsc and its shim from a file:// mirror at upstream's layout, checks each against
+its .sha512 (a tampered file is refused, nothing installed) and runsc's version; the containerd role (Debian's containerd 1.6) keeps
 the runsc and kata handlers in its one CRI drop-in, and the CRI plugin loads with them and
 with the role's own settings; the Kata preflight refuses this host (no hardware
 virtualization), in sandboxes.yml and in the site-wide host preflight (preflight_hosts.yml),
@@ -9,8 +11,9 @@ and Kata's input checks refuse a malformed release pin before any change; the ho
 preflight accepts the gVisor host and well-formed Lustre client inputs, and storage.yml
 refuses a malformed Lustre mount, changing nothing; sandboxes.yml alone re-run on the
 converged host changes nothing.
-Not exercised here: pods through containerd-shim-runsc-v1 (Debian's runsc has no shim)
-and any Kata VM (no usable KVM, no release tarball offline).
+Not exercised here: pods through containerd-shim-runsc-v1 (Debian's runsc has no shim;
+the mirror's shim is a STAND-IN script, prepare.yml) and any Kata VM (no usable KVM, no
+release tarball offline).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import yaml
 
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
 PROJECT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+SCENARIO = Path(__file__).resolve().parent.parent
 LAB = yaml.safe_load((EPHEMERAL / "inventory" / "clusterdos_lab.yml").read_text())["all"]
 
 BUNDLE = "/tmp/clusterdos-gvisor-bundle"
@@ -117,7 +121,8 @@ def test_cri_plugin_loads_with_every_handler_and_keeps_its_settings(name, gvisor
     runtimes = cri["containerd"]["runtimes"]
     assert runtimes["runc"]["runtime_type"] == "io.containerd.runc.v2"
     assert cri["containerd"]["default_runtime_name"] == "runc"
-    assert {GVISOR: "runsc", KATA: "kata"}[name] in runtimes
+    # sb-kata is a gVisor host too (the release method): both handlers in the same table.
+    assert {GVISOR: {"runsc"}, KATA: {"kata", "runsc"}}[name] <= set(runtimes)
     # One CRI drop-in on the host; the handler is data in the registry.
     assert host.run("ls /etc/containerd/conf.d").stdout.split() == ["10-clusterdos.toml"]
     handler = {GVISOR: "runsc", KATA: "kata"}[name]
@@ -128,6 +133,44 @@ def test_debian_runsc_has_no_containerd_shim(gvisor):
     """The named gap: pods need containerd-shim-runsc-v1, which Debian's runsc lacks
     (upstream releases ship it; gvisor_install_method: release installs both)."""
     assert gvisor.run("command -v containerd-shim-runsc-v1").rc != 0
+
+
+# --- gVisor's release method (sb-kata), from the fixture mirror ------------------------------
+MIRROR = "/srv/file-mirror/storage.googleapis.com/gvisor/releases/release/20221219.0/x86_64"
+RELEASE_FILES = ["runsc", "containerd-shim-runsc-v1"]
+
+
+@pytest.mark.parametrize("name", RELEASE_FILES)
+def test_release_file_fetched_from_the_mirror_matches_its_sha512(kata, name):
+    installed = kata.file(f"/usr/local/bin/{name}")
+    assert (installed.user, installed.group, installed.mode) == ("root", "root", 0o755)
+    published = kata.file(f"{MIRROR}/{name}.sha512").content_string.split()
+    assert published[1] == name
+    digests = kata.check_output(f"sha512sum /usr/local/bin/{name} {MIRROR}/{name}").split()[::2]
+    assert digests == [published[0], published[0]]
+
+
+def test_release_runsc_is_the_pinned_release_not_a_package(kata):
+    assert not kata.package("runsc").is_installed
+    assert "runsc version 0.0~20221219.0" in kata.check_output("/usr/local/bin/runsc --version")
+    # The shim the role's check found (gvisor_require_shim) is the mirror's stand-in.
+    assert "test stand-in" in kata.file("/usr/local/bin/containerd-shim-runsc-v1").content_string
+
+
+def test_release_method_refuses_a_file_that_does_not_match_its_sha512(kata):
+    """A copy of the mirror whose runsc differs from the published digest: the role stops
+    at the download, and nothing lands in the (scratch) install directory."""
+    tampered, bin_dir = "/srv/tampered-mirror", "/tmp/clusterdos-gvisor-tampered-bin"
+    kata.check_output(f"rm -rf {tampered} {bin_dir} && mkdir -p {bin_dir} && cp -a /srv/file-mirror {tampered}"
+                      f" && echo tampered >> {tampered}/{MIRROR.removeprefix('/srv/file-mirror/')}/runsc")
+    try:
+        rc, out = _run(str(SCENARIO / "tests" / "gvisor_release.yml"), "--limit", KATA,
+                       "-e", f"gvisor_file_mirror=file://{tampered}", "-e", f"gvisor_bin_dir={bin_dir}")
+        assert rc != 0, out
+        assert "did not match" in out, out[-3000:]
+        assert kata.run(f"ls -A {bin_dir}").stdout.split() == []
+    finally:
+        kata.run(f"rm -rf {tampered} {bin_dir}")
 
 
 def test_kata_configuration_rendered_for_qemu(kata):
@@ -170,13 +213,17 @@ def test_kata_preflight_refuses_host_without_kvm(kata):
 LUSTRE_MOUNT = {"fsname": "scratch", "mgs_nids": ["10.0.0.1@tcp", "10.0.0.2@tcp"], "path": "/lustre/scratch"}
 
 
-def _playbook(playbook, *args):
+def _run(playbook_path, *args):
     # Plain text (molecule's environment forces colour): the recap lines are read below.
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(PROJECT / ".cache" / "collections"),
                ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
-    run = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(PROJECT / "playbooks" / playbook),
-                          *args], capture_output=True, text=True, env=env, check=False)
+    run = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), playbook_path, *args],
+                         capture_output=True, text=True, env=env, check=False)
     return run.returncode, run.stdout + run.stderr
+
+
+def _playbook(playbook, *args):
+    return _run(str(PROJECT / "playbooks" / playbook), *args)
 
 
 def test_host_preflight_accepts_gvisor_and_lustre_inputs_changing_nothing(gvisor):
