@@ -1,5 +1,6 @@
 """Verify the containerd role on a real lab host: Debian's containerd 1.6 configured
-through drop-ins, running a container from an image built on the host (no registry).
+through drop-ins, running a container from an image built on the host (no registry);
+and kubernetes_packages' download source (kubeadm and kubelet from a file:// mirror).
 
 Expectations come from the scenario's group_vars, never from files the role wrote.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -159,3 +161,57 @@ def test_login_tools_from_a_directory(host):
     assert '"gitVersion": "v1.' in host.check_output("/usr/local/bin/kubectl version --client -o json")
     assert host.run("/usr/local/bin/helm version --short").rc == 0
     assert host.file("/usr/local/bin/helm").mode == 0o755
+
+
+# kubernetes_packages' download source, from prepare's file mirror of dl.k8s.io. The
+# digests are those shared/k8s/README.md publishes for the real v1.36.2 binaries, not
+# anything the fixture or the role wrote.
+K8S_BINARIES = {
+    "kubeadm": ("755057ae9a8c75b43085ca73d806e9efb5be292d86f41302e69b948bb9c5c09f", ["version", "-o", "short"], "v1.36.2"),
+    "kubelet": ("f8cc32d160a3009cfb959f358d4da0d02fae4c170c45d5cb7aa4edcedd48bbcd", ["--version"], "Kubernetes v1.36.2"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(K8S_BINARIES))
+def test_kubernetes_binary_downloaded_from_the_file_mirror(host, name):
+    digest, args, version = K8S_BINARIES[name]
+    installed = host.file(f"/usr/local/bin/{name}")
+    assert (installed.user, installed.group, installed.mode) == ("root", "root", 0o755)
+    assert installed.sha256sum == digest
+    assert host.check_output(" ".join([installed.path, *args])).strip() == version
+
+
+def test_kubelet_enabled_but_left_to_kubeadm(host):
+    """Unit and kubeadm's drop-in installed and enabled; with no kubelet.conf (never joined)
+    the restart handler does nothing, so kubelet is not running."""
+    assert host.service("kubelet").is_enabled
+    assert not host.service("kubelet").is_running
+    assert "ExecStart=/usr/local/bin/kubelet" in host.file("/etc/systemd/system/kubelet.service").content_string
+    assert host.file("/etc/systemd/system/kubelet.service.d/10-kubeadm.conf").exists
+    assert not host.file("/etc/kubernetes/kubelet.conf").exists
+    # kubectl stays the login role's (kubernetes_packages_install_kubectl: false).
+    assert '"gitVersion": "v1.35.2"' in host.check_output("/usr/local/bin/kubectl version --client -o json")
+
+
+def test_kubelet_restarted_on_a_unit_change_once_joined(host):
+    """On a joined node (kubelet.conf present; here a FIXTURE file) a changed unit restarts
+    kubelet. kubeadm never ran here, so kubelet finds no /var/lib/kubelet/config.yaml and
+    exits at once (systemd retries it): what is checked is that the handler started it."""
+    drop_in = "/etc/systemd/system/kubelet.service.d/10-kubeadm.conf"
+    assert host.check_output("systemctl show -p InvocationID --value kubelet") == "", "kubelet never started so far"
+    host.check_output(f"mkdir -p /etc/kubernetes && echo '# FIXTURE: a joined node' > /etc/kubernetes/kubelet.conf && rm {drop_in}")
+    try:
+        project = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(project / ".cache" / "collections"),
+                   ANSIBLE_CONFIG=str(project / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+        run = subprocess.run(["ansible-playbook", "-i", str(INVENTORY.parent), str(SCENARIO / "tests" / "kubernetes_packages.yml")],
+                             capture_output=True, text=True, env=env, check=False)
+        out = run.stdout + run.stderr
+        assert run.returncode == 0, out[-3000:]
+        handler = out.split("RUNNING HANDLER [clusterdos.cluster.kubernetes_packages : Restart kubelet]", 1)
+        assert len(handler) == 2 and handler[1].lstrip("* \n").startswith("changed:"), out[-3000:]
+        assert host.file(drop_in).exists
+        assert host.check_output("systemctl show -p InvocationID --value kubelet") != ""
+    finally:
+        host.run("systemctl stop kubelet; rm -f /etc/kubernetes/kubelet.conf")
+    assert not host.service("kubelet").is_running
