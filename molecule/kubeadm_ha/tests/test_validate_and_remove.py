@@ -1,0 +1,181 @@
+"""Validation and the add-on removal path on the real three-member cluster (runs after
+test_ha.py, file order; every member is back by then).
+
+- converge's validation stage (site.yml) ran the Kubernetes checks for real: its report
+  says every member is Ready, the API server and etcd are healthy, CoreDNS answers from a
+  pod (the busybox image comes from the site mirror's archives), and lists the add-on
+  stage's release with its action and time.
+- playbooks/addons.yml with ``addons_absent: [local_path]`` uninstalls the release it
+  installed (the removal path, for real: release and storage class gone).
+- With that add-on missing and one member's kubelet stopped, playbooks/validate.yml (strict)
+  fails, and its report names the NotReady node and the missing release.
+- The kubelet started and local_path installed again (addons.yml as converge ran it), the
+  same validation passes again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import testinfra
+import yaml
+
+PROJECT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
+INVENTORY = EPHEMERAL / "inventory"
+LAB = yaml.safe_load((INVENTORY / "clusterdos_lab.yml").read_text())["all"]
+MEMBERS = sorted(LAB["children"]["kube_control_plane"]["hosts"])
+# The validation and the add-ons run on the first member; the kubelet is stopped on the last.
+STOPPED = MEMBERS[-1]
+CONVERGE_REPORT = EPHEMERAL / "validation-report"
+# What converge checks (molecule.yml: validate_checks [kubernetes], storage classes and add-ons
+# skipped) and passes on this cluster: Cilium, GPUs, RDMA, RuntimeClasses, metrics are skipped.
+PASSING = ("kubernetes.nodes_ready", "kubernetes.labels_taints", "kubernetes.control_plane", "kubernetes.coredns")
+
+
+def host(name):
+    return testinfra.get_host(f"ansible://{name}", ansible_inventory=str(INVENTORY))
+
+
+def kubectl_json(*args):
+    out = host(MEMBERS[0]).run("kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout=20s "
+                               + " ".join(args) + " -o json")
+    assert out.rc == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def run_playbook(name: str, extra: dict | None = None) -> subprocess.CompletedProcess:
+    """playbooks/NAME on molecule's inventory (the scenario's variables), as a site runs it."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(PROJECT / ".cache" / "collections"),
+               CLUSTERDOS_ROOT=str(PROJECT), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               # One line per result (molecule's yaml result format folds long messages).
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+    if (EPHEMERAL / "ansible.cfg").exists():
+        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
+    env["PATH"] = f"{PROJECT / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    argv = ["ansible-playbook", "-i", str(INVENTORY), str(PROJECT / "playbooks" / name)]
+    if extra:
+        argv += ["-e", json.dumps(extra)]
+    return subprocess.run(argv, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=900, check=False)
+
+
+def tail(run: subprocess.CompletedProcess) -> str:
+    return run.stdout[-5000:] + run.stderr[-2000:]
+
+
+def wait_until(what: str, predicate, timeout: float = 300, interval: float = 5):
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = predicate()
+        if seen is True:
+            return
+        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s; last seen: {seen}"
+        time.sleep(interval)
+
+
+def node_ready(name: str):
+    """True when the node is Ready, else its Ready condition as the API has it."""
+    node = kubectl_json("get", "node", name)
+    ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]
+    return True if ready["status"] == "True" else f"{ready['status']} ({ready.get('reason')})"
+
+
+def system_pods_ready():
+    """True when every kube-system pod (each member's four control-plane pods among them) is Ready."""
+    pods = kubectl_json("get", "pods", "-n", "kube-system")["items"]
+    control_plane = [p for p in pods if p["metadata"].get("labels", {}).get("tier") == "control-plane"]
+    waiting = sorted(p["metadata"]["name"] for p in pods
+                     if not any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", [])))
+    return True if len(control_plane) == 4 * len(MEMBERS) and not waiting else f"{len(pods)} pods, not ready: {waiting}"
+
+
+def releases() -> dict:
+    out = host(MEMBERS[0]).run("helm list -A -o json --kubeconfig /etc/kubernetes/admin.conf")
+    assert out.rc == 0, out.stderr
+    return {f"{r['namespace']}/{r['name']}": r for r in json.loads(out.stdout)}
+
+
+def checks_of(report_dir: Path) -> dict:
+    return {c["name"]: c for c in json.loads((report_dir / "validation.json").read_text())["checks"]}
+
+
+def test_converge_validated_the_real_cluster_and_listed_the_release():
+    """The report site.yml's validation stage wrote: the checks ran against the real API server
+    and passed, CoreDNS resolved the kubernetes Service from a pod, every member is drawn."""
+    doc = json.loads((CONVERGE_REPORT / "validation.json").read_text())
+    checks = {c["name"]: c for c in doc["checks"]}
+    for name in PASSING:
+        assert checks[name]["status"] == "passed", checks[name]
+        assert checks[name]["host"] == MEMBERS[0], checks[name]
+    assert checks["kubernetes.nodes_ready"]["detail"] == f"{len(MEMBERS)} nodes registered and Ready"
+    cluster_ip = kubectl_json("get", "service", "kubernetes", "-n", "default")["spec"]["clusterIP"]
+    assert f"kubernetes.default.svc.cluster.local resolves to {cluster_ip}" in checks["kubernetes.coredns"]["detail"]
+    assert checks["kubernetes.storage_classes"]["status"] == "skipped"
+    assert doc["summary"]["failed"] == 0, [c for c in doc["checks"] if c["status"] == "failed"]
+    release = [r for r in doc["releases"] if r["name"] == "local_path"]
+    assert len(release) == 1, doc["releases"]
+    assert release[0]["action"] == "installed" and float(release[0]["seconds"]) > 0, release
+    assert release[0]["release"] == "local-path-storage/local-path"
+    html = (CONVERGE_REPORT / "validation.html").read_text()
+    for member in MEMBERS:
+        assert f'<g class="node passed" data-node="{member}">' in html, member
+    assert 'data-release="local-path-storage/local-path"' in html
+
+
+def test_addons_absent_uninstalls_the_release():
+    assert "local-path-storage/local-path" in releases()
+    run = run_playbook("addons.yml", {"addons_enabled": [], "addons_absent": ["local_path"]})
+    assert run.returncode == 0, tail(run)
+    assert "1/1 local_path (local-path-storage/local-path): uninstalled in " in run.stdout, tail(run)
+    assert "local-path-storage/local-path" not in releases()
+    classes = [c["metadata"]["name"] for c in kubectl_json("get", "storageclass")["items"]]
+    assert "local-path" not in classes, classes
+
+
+def test_validation_names_a_stopped_node_and_the_missing_addon(tmp_path):
+    """kubelet stopped on one member (its node goes NotReady once the controller manager's grace
+    period passes) and local_path uninstalled: validate.yml in strict mode fails, naming both."""
+    stopped = host(STOPPED)
+    stopped.run_expect([0], "systemctl stop kubelet")
+    try:
+        wait_until(f"{STOPPED} NotReady", lambda: node_ready(STOPPED) is not True or "still Ready", timeout=240)
+        report = tmp_path / "report"
+        # labels_taints passes (every node registered, its taint in place): the other members are drawn green.
+        run = run_playbook("validate.yml", {"validate_checks": ["kubernetes.nodes_ready", "kubernetes.labels_taints",
+                                                                "kubernetes.addons"],
+                                            "validate_skip": [], "validate_report_dir": str(report)})
+        assert run.returncode != 0, tail(run)
+        # The strict-mode failure (ansible prints a task's error on stderr).
+        assert "2 validation checks failed: kubernetes.nodes_ready, kubernetes.addons." in run.stdout + run.stderr, tail(run)
+        checks = checks_of(report)
+        assert checks["kubernetes.nodes_ready"]["status"] == "failed"
+        assert checks["kubernetes.nodes_ready"]["detail"] == f"not Ready: {STOPPED}"
+        assert checks["kubernetes.addons"]["status"] == "failed"
+        assert checks["kubernetes.addons"]["detail"] == "local-path: no Helm release"
+        assert checks["kubernetes.labels_taints"]["status"] == "passed", checks["kubernetes.labels_taints"]
+        html = (report / "validation.html").read_text()
+        assert f'<g class="node failed" data-node="{STOPPED}">' in html
+        for member in MEMBERS[:-1]:
+            assert f'<g class="node passed" data-node="{member}">' in html, member
+    finally:
+        stopped.run("systemctl start kubelet")
+
+
+def test_reinstalled_and_restarted_the_validation_passes_again(tmp_path):
+    run = run_playbook("addons.yml")
+    assert run.returncode == 0, tail(run)
+    assert "1/1 local_path (local-path-provisioner 0.0.33): installed in " in run.stdout, tail(run)
+    assert releases()["local-path-storage/local-path"]["status"] == "deployed"
+    wait_until(f"{STOPPED} Ready again", lambda: node_ready(STOPPED), timeout=300)
+    wait_until("every kube-system pod Ready", system_pods_ready, timeout=300)
+    report = tmp_path / "report"
+    run = run_playbook("validate.yml", {"validate_report_dir": str(report)})
+    assert run.returncode == 0, tail(run)
+    checks = checks_of(report)
+    for name in PASSING:
+        assert checks[name]["status"] == "passed", checks[name]
+    assert checks["kubernetes.nodes_ready"]["detail"] == f"{len(MEMBERS)} nodes registered and Ready"
