@@ -11,6 +11,7 @@ Layout mirrors the upstream hosts under one root (as clusterdos_file_mirror expe
   ROOT/developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/  (flat, signed)
   ROOT/nvidia.github.io/libnvidia-container/stable/deb/amd64/            (flat, signed)
   ROOT/repo.radeon.com/{amdgpu/V/ubuntu,rocm/apt/V}/dists/jammy/main/     (signed)
+  ROOT/linux.mellanox.com/public/repo/doca/V/debian12.5/x86_64/           (flat, signed)
 Each repository holds two versions where the roles must pick one (branch pin, exact
 fabric manager match, pinned toolkit), so a wrong choice fails the tests.
 
@@ -51,6 +52,9 @@ TOOLKIT = [(name, version, dep) for version in ("1.17.8-1", "1.18.0-1") for name
     ("nvidia-container-toolkit-base", ""), ("nvidia-container-toolkit", f"nvidia-container-toolkit-base (= {version})"))]
 AMDGPU = [("amdgpu-dkms", "1:6.12.12.60401-2164967.22.04", "")]
 ROCM_PKGS = [("rocm", "6.4.1.60401-83~22.04", "")]
+DOCA = "2.9.1"
+# DOCA-OFED's meta package (the rdma role's doca stack).
+DOCA_PKGS = [("doca-ofed", "2.9.1-1", "")]
 
 
 def run(argv: list[str], **kw) -> subprocess.CompletedProcess:
@@ -142,6 +146,9 @@ def main() -> int:
         dists_repo(radeon / f"rocm/apt/{ROCM}", ROCM_PKGS, gnupghome)
         (radeon / "rocm").mkdir(parents=True, exist_ok=True)
         (radeon / "rocm/rocm.gpg.key").write_text(key)
+        doca = out / f"linux.mellanox.com/public/repo/doca/{DOCA}/debian12.5/x86_64"
+        flat_repo(doca, DOCA_PKGS, "DOCA", gnupghome)
+        (doca / "GPG-KEY-Mellanox.pub").write_text(key)
     finally:
         shutil.rmtree(gnupghome, ignore_errors=True)
     print(out)

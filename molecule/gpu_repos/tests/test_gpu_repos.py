@@ -214,6 +214,25 @@ def test_rdma_inbox_stack_from_debian(host, name):
     assert hw["hcas"] == [] and hw["rdma"]["stack"] == "inbox"
 
 
+def test_rdma_doca_stack_from_the_signed_doca_repository(host, name):
+    """rdma_stack: doca on nv-host: NVIDIA's DOCA-OFED repository (the stand-in mirror's
+    flat repository at upstream's layout), trusted through its own key, and doca-ofed from it."""
+    skip_unless(name, ["nv-host"])
+    doca_url = f"{MIRROR}/linux.mellanox.com/public/repo/doca/2.9.1/debian12.5/x86_64/"
+    sources = host.file("/etc/apt/sources.list.d/doca.sources").content_string
+    assert f"URIs: {doca_url}" in sources and "Suites: ./" in sources
+    assert "Signed-By: /etc/apt/keyrings/doca.asc" in sources
+    key = host.file("/etc/apt/keyrings/doca.asc")
+    assert (key.user, key.mode) == ("root", 0o644) and "BEGIN PGP PUBLIC KEY BLOCK" in key.content_string
+    assert installed(host, "doca-ofed") == "2.9.1-1"
+    # Its only source is the DOCA repository (apt prints a file: URI with one slash).
+    policy = " ".join(host.check_output("apt-cache policy doca-ofed").split())
+    assert "*** 2.9.1-1 500 500 file:/srv/clusterdos-stand-in-mirror/linux.mellanox.com/public/repo/doca/" in policy, policy
+    # The inbox stack's packages are not installed beside it.
+    assert installed(host, "rdma-core") is None
+    assert clusterdos_hw(name)["rdma"]["stack"] == "doca"
+
+
 def test_ipoib_interface_written_for_ifupdown_and_read_by_it(host, name):
     """rdma_ipoib_interfaces on Debian (backend auto: ifupdown): the role installs ifupdown,
     which reads the file it wrote. No InfiniBand port here: ib0 never comes up."""
@@ -228,3 +247,29 @@ def test_ipoib_interface_written_for_ifupdown_and_read_by_it(host, name):
     assert "address: 10.20.0.4\n" in query and "netmask: 255.255.0.0" in query and "mtu: 65520" in query, query
     assert "echo connected > /sys/class/net/ib0/mode" in query, query
     assert "ib_ipoib" in host.file("/etc/modules-load.d/60-clusterdos-rdma.conf").content_string.split()
+
+
+def test_ipoib_keyfile_written_for_networkmanager_and_loaded_by_it(host, name):
+    """rdma_ipoib_backend: networkmanager (EL's default; chosen on this Debian host): the role
+    installs NetworkManager and writes a keyfile that NetworkManager itself loads and reads
+    as an InfiniBand connection. No InfiniBand port here: it is never activated."""
+    skip_unless(name, ["nv-pcie"])
+    assert installed(host, "network-manager"), "the IPoIB backend's package"
+    assert not installed(host, "ifupdown")
+    conf = host.file("/etc/NetworkManager/system-connections/clusterdos-ipoib-ib0.nmconnection")
+    # NetworkManager ignores keyfiles that are not root's and private.
+    assert (conf.user, conf.group, conf.mode) == ("root", "root", 0o600)
+    # NetworkManager reads every keyfile when it starts, as at boot.
+    host.check_output("systemctl restart NetworkManager")
+    got = host.check_output("nmcli -t -g connection.type,connection.interface-name,infiniband.transport-mode,"
+                            "infiniband.mtu,ipv4.method,ipv4.addresses connection show clusterdos-ipoib-ib0")
+    assert got.split("\n") == ["infiniband", "ib0", "datagram", "2044", "manual", "10.20.0.5/16"], got
+    assert "ib_ipoib" in host.file("/etc/modules-load.d/60-clusterdos-rdma.conf").content_string.split()
+    # The lab host's own interfaces stay unmanaged (prepare's fixture; without udevd,
+    # NetworkManager may not list them at all), and udevd and ModemManager never ran.
+    status = host.check_output("nmcli -t -f DEVICE,STATE device status")
+    devices = dict(line.split(":", 1) for line in status.splitlines() if line)
+    others = {dev: state for dev, state in devices.items() if dev != "lo" and not dev.startswith("ib")}
+    assert set(others.values()) <= {"unmanaged"}, devices
+    for unit in ("systemd-udevd", "ModemManager"):
+        assert host.run(f"systemctl is-active {unit}").stdout.strip() != "active", unit
