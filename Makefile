@@ -56,6 +56,7 @@ lab-down:
 bench: setup
 	python3 benchmarks/lab_and_base.py
 	python3 benchmarks/slurm.py
+	python3 benchmarks/slurm_add_node.py
 	python3 benchmarks/kubeadm_cluster.py
 
 # Per role and playbook: tasks run for real / total, the tasks never run, an HTML page

@@ -21,54 +21,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-import yaml
-
-ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = ROOT / "molecule" / "slurm_cluster"
-LAB_CLI = str(ROOT / "bin" / "clusterdos-lab")
-NEW_NODE = "slurm-c3"
-
-
-def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
-    proc = subprocess.run(argv, check=False, text=True, capture_output=True, cwd=ROOT, **kwargs)
-    if proc.returncode != 0:
-        sys.exit(f"failed: {' '.join(argv)}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
-    return proc
-
-
-def load() -> str:
-    return "/".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-class Figures:
-    def __init__(self, inventory: str, env: dict[str, str]):
-        self.inventory = inventory
-        self.env = env
-
-    def playbook(self, path: Path, *extra: str, profile: bool = False) -> dict:
-        env = dict(self.env)
-        if profile:
-            env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"
-            env["PROFILE_TASKS_TASK_OUTPUT_LIMIT"] = "12"
-        start = time.monotonic()
-        proc = run(["ansible-playbook", "-i", self.inventory, "-i", str(SCENARIO / "inventory"), str(path), *extra], env=env)
-        seconds = time.monotonic() - start
-        recap = {h: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", f)}
-                 for h, f in re.findall(r"^(\S+)\s+: (ok=.*)$", proc.stdout, re.M)}
-        slowest = re.findall(r"^(.+?) -+ (\d+\.\d+)s$", proc.stdout, re.M) if profile else []
-        return {
-            "seconds": seconds,
-            "tasks": len(re.findall(r"^TASK \[", proc.stdout, re.M)),
-            "changed": sum(r["changed"] for r in recap.values()),
-            "ran": {h: r["ok"] + r["changed"] for h, r in recap.items() if h != "localhost"},
-            "slowest": slowest,
-        }
+from slurm_lab import NEW_NODE, ROOT, SCENARIO, SlurmLab, load, slowest
 
 
 def describe(label: str, fig: dict, hosts: list[str], new: str | None = None) -> list[str]:
@@ -91,45 +46,32 @@ def main() -> int:
                     help="run base.yml on every host before the add (the path before slurm_add_node.yml updated "
                          "the other hosts' /etc/hosts itself), not on the new node alone")
     args = ap.parse_args()
-    platforms = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["platforms"]
-    names = [p["name"] for p in platforms]
-    hosts = [f"--host={p['name']}={','.join(p['groups'])}" for p in platforms]
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
     lines: list[str] = []
     loads = [load()]
-    try:
-        subprocess.run([LAB_CLI, "down", "--name", args.name], cwd=ROOT, check=False, capture_output=True)
-        run([LAB_CLI, "up", "--name", args.name, *hosts])
-        figs = Figures(run([LAB_CLI, "inventory", "--name", args.name]).stdout.strip(), env)
-        first = figs.playbook(SCENARIO / "converge.yml")
+    with SlurmLab(args.name, keep=args.keep) as lab:
+        names = list(lab.names)
+        first = lab.playbook(SCENARIO / "converge.yml")
         share = first["seconds"] / len(names)
         lines += describe("first converge", first, names)
         lines.append(f"{'':<26}per-host share (one node's own converge): {share:.1f} s")
         loads.append(load())
 
-        run([LAB_CLI, "up", "--name", args.name, *hosts, f"--host={NEW_NODE}=slurm_compute"])
-        figs.inventory = run([LAB_CLI, "inventory", "--name", args.name]).stdout.strip()
+        lab.up(f"{NEW_NODE}=slurm_compute")
         limit = [] if args.base_on_all else ["--limit", f"{NEW_NODE},localhost"]
-        base = figs.playbook(ROOT / "playbooks" / "base.yml", *limit)
-        add = figs.playbook(ROOT / "playbooks" / "slurm_add_node.yml", profile=True)
+        base = lab.playbook(ROOT / "playbooks" / "base.yml", *limit)
+        add = lab.playbook(ROOT / "playbooks" / "slurm_add_node.yml", profile=True)
         lines += describe("add node: base.yml" + ("" if args.base_on_all else " (new)"), base, names + [NEW_NODE], NEW_NODE)
         lines += describe("add node: slurm_add_node", add, names + [NEW_NODE], NEW_NODE)
         total = base["seconds"] + add["seconds"]
         lines.append(f"{'add node total':<26}{total:7.1f} s  = {total / share:.2f}x the per-host share,"
                      f" {100 * total / first['seconds']:.0f}% of the first converge")
         loads.append(load())
-        noop = figs.playbook(ROOT / "playbooks" / "slurm_add_node.yml")
+        noop = lab.playbook(ROOT / "playbooks" / "slurm_add_node.yml")
         lines += describe("no-op add node", noop, names + [NEW_NODE], NEW_NODE)
         loads.append(load())
-    finally:
-        if not args.keep:
-            subprocess.run([LAB_CLI, "down", "--name", args.name], cwd=ROOT, check=False, capture_output=True)
     print(f"hosts: {', '.join(names)} + {NEW_NODE} (new)")
     print("\n".join(lines))
-    if add["slowest"]:
-        print("slowest tasks of slurm_add_node.yml (profile_tasks):")
-        for name, secs in add["slowest"]:
-            print(f"  {float(secs):6.1f} s  {name.strip()}")
+    print("\n".join(slowest("slurm_add_node.yml", add)))
     print(f"load average (1/5/15 min) at start and after each step: {'  '.join(loads)} on {os.cpu_count()} CPUs")
     return 0
 

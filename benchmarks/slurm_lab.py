@@ -1,0 +1,106 @@
+"""The 4-host Slurm lab of molecule/slurm_cluster, for the Slurm benchmarks (slurm.py,
+slurm_add_node.py): start and remove it, run a playbook on it and read the figures of
+that run (seconds, task headers, changed, tasks run per host, slowest tasks).
+
+Not a benchmark itself: the scripts next to it import it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "molecule" / "slurm_cluster"
+LAB_CLI = str(ROOT / "bin" / "clusterdos-lab")
+# The host the add-node benchmark adds (a compute node).
+NEW_NODE = "slurm-c3"
+
+
+def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """Run argv from the repository root; exit with its output when it fails."""
+    proc = subprocess.run(argv, check=False, text=True, capture_output=True, cwd=ROOT, **kwargs)
+    if proc.returncode != 0:
+        sys.exit(f"failed: {' '.join(argv)}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    return proc
+
+
+def load() -> str:
+    """The load average (1/5/15 min): figures compare only at similar load."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+class SlurmLab:
+    """The scenario's hosts (molecule.yml platforms) as a lab of their own.
+
+    Use as a context manager: the lab is removed on exit unless keep is set.
+    """
+
+    def __init__(self, name: str, keep: bool = False):
+        self.name = name
+        self.keep = keep
+        self.platforms = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["platforms"]
+        self.names = [p["name"] for p in self.platforms]
+        self.extra: list[str] = []
+        self.inventory = ""
+        self.env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
+
+    def __enter__(self) -> "SlurmLab":
+        self.down()
+        try:
+            self.up()
+        except BaseException:  # run() exits through SystemExit: remove a half-started lab
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self.keep:
+            self.down()
+
+    def up(self, *extra: str) -> None:
+        """Start the scenario's hosts and `extra` ones (NAME=GROUP,...); hosts already up stay."""
+        self.extra += [e for e in extra if e not in self.extra]
+        hosts = [f"--host={p['name']}={','.join(p['groups'])}" for p in self.platforms]
+        run([LAB_CLI, "up", "--name", self.name, *hosts, *(f"--host={e}" for e in self.extra)])
+        self.inventory = run([LAB_CLI, "inventory", "--name", self.name]).stdout.strip()
+
+    def down(self) -> None:
+        subprocess.run([LAB_CLI, "down", "--name", self.name], cwd=ROOT, check=False, capture_output=True)
+
+    def playbook(self, path: Path, *extra: str, profile: bool = False) -> dict:
+        """Run one playbook on the lab (the scenario's inventory too) and return its figures:
+        seconds, tasks (task headers), changed (sum over hosts), ran (ok + changed per host,
+        localhost left out) and, with profile, slowest (name, seconds) from profile_tasks."""
+        env = dict(self.env)
+        if profile:
+            env["ANSIBLE_CALLBACKS_ENABLED"] = ",".join(
+                filter(None, [env.get("ANSIBLE_CALLBACKS_ENABLED", ""), "ansible.posix.profile_tasks"]))
+            env["PROFILE_TASKS_TASK_OUTPUT_LIMIT"] = "12"
+        start = time.monotonic()
+        proc = run(["ansible-playbook", "-i", self.inventory, "-i", str(SCENARIO / "inventory"), str(path), *extra],
+                   env=env)
+        seconds = time.monotonic() - start
+        recap = {h: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", f)}
+                 for h, f in re.findall(r"^(\S+)\s+: (ok=.*)$", proc.stdout, re.M)}
+        return {
+            "seconds": seconds,
+            "tasks": len(re.findall(r"^TASK \[", proc.stdout, re.M)),
+            "changed": sum(r["changed"] for r in recap.values()),
+            "ran": {h: r["ok"] + r["changed"] for h, r in recap.items() if h != "localhost"},
+            "slowest": re.findall(r"^(.+?) -+ (\d+\.\d+)s$", proc.stdout, re.M) if profile else [],
+        }
+
+
+def slowest(label: str, fig: dict) -> list[str]:
+    """The profile_tasks lines of a run, one per task."""
+    if not fig["slowest"]:
+        return []
+    return [f"slowest tasks of {label} (profile_tasks):"] + \
+        [f"  {float(secs):6.1f} s  {name.strip()}" for name, secs in fig["slowest"]]
