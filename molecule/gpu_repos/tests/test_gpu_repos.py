@@ -124,6 +124,16 @@ def test_nouveau_blacklisted_on_every_nvidia_host(host, name):
     assert "blacklist nouveau" in conf and "options nouveau modeset=0" in conf
 
 
+def test_nouveau_blacklist_in_the_rebuilt_initramfs(host, name):
+    """nv-operator has initramfs-tools and a kernel (prepare's fixture), whose initramfs was
+    built before the blacklist existed: the role's handler rebuilt it with the blacklist."""
+    skip_unless(name, ["nv-operator"])
+    initrds = host.check_output("ls /boot/initrd.img-*").split()
+    assert len(initrds) == 1, initrds
+    listing = [f.removeprefix("./") for f in host.check_output(f"lsinitramfs {initrds[0]}").split()]
+    assert "etc/modprobe.d/blacklist-nouveau-clusterdos.conf" in listing, [f for f in listing if "modprobe.d" in f]
+
+
 def test_published_facts_host_mode(name):
     skip_unless(name, ["nv-host"])
     hw = clusterdos_hw(name)
