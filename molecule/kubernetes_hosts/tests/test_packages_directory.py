@@ -2,9 +2,9 @@
 controller directory that lacks binaries: it names each missing one and where it looked,
 and the host is unchanged (same packages, same files, no kubelet unit).
 
-Only the refusal is tested: the directory source itself needs kubeadm and kubelet, which
-cannot be had here, and this scenario never makes stand-ins for them. The directories
-hold the real kubectl (a link to the project's venv binary).
+Only the refusal is tested here: the directory source with the real kubeadm and kubelet
+runs in molecule kubeadm_cluster (and the download source in molecule containerd). The
+directories hold the real kubectl (a link to the project's venv binary).
 """
 
 from __future__ import annotations

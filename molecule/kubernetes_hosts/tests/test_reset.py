@@ -2,8 +2,8 @@
 1.6) was applied. Runs last: it removes /etc/kubernetes, and puts the fixture admin.conf
 back afterwards so verify can run again.
 
-kubeadm is absent here (it cannot be had on this machine), so the role's `kubeadm reset`
-step must be skipped cleanly; everything after it runs for real. FIXTURE: the state
+This host has no kubeadm (the kubeadm scenarios reset real clusters; here the role must
+skip its `kubeadm reset` step cleanly), and everything after that step runs for real. FIXTURE: the state
 kubeadm and Cilium would leave behind is made by this test (files under each path the
 reset promises to remove, a veth pair cilium_host/cilium_net, a vxlan cilium_vxlan and a
 bridge standing in for kube-ipvs0), then reset.yml must remove all of it.
