@@ -126,6 +126,9 @@ def test_cluster_registered_with_accounting(host):
     assert host.check_output("sacctmgr --noheader --parsable2 show cluster format=cluster") == "lab"
     qos = host.check_output("sacctmgr --noheader --parsable2 show qos format=name").split()
     assert {"normal", "high"} <= set(qos)
+    # slurm_accounting_users (group_vars): the user's association with its account.
+    accounts = host.check_output("sacctmgr --noheader --parsable2 show assoc where user=nobody format=account").split()
+    assert accounts == ["default"]
 
 
 def test_mpi_job_across_two_nodes_completes_in_sacct(host):
