@@ -214,6 +214,8 @@ def test_removing_an_addon_removes_its_release(apiserver, site, tmp_path):
     assert run.ok, run.tail()
     actions = {s["name"]: s["action"] for s in run.results}
     assert actions["local_disk"] == "uninstalled"
+    # Its progress line, as it happened (the yaml result format may fold a long message).
+    assert "1/1 local_disk (local-disk-storage/local-disk): uninstalled in " in " ".join(run.proc.stdout.split()), run.tail()
     after = _revisions(apiserver)
     assert "local-disk-storage/local-disk" not in after
     assert after == {k: v for k, v in STATE["revisions"].items() if k != "local-disk-storage/local-disk"}
