@@ -56,24 +56,11 @@ def test_unknown_setting_is_refused_listing_the_known_ones(tmp_path):
 
 # Every playbook and role file reads a collection-wide setting through the lookup and
 # writes no fallback of its own (`clusterdos_kube_node_group | default('kube_node')`).
-# PENDING: files still carrying a copy, each named until it moves.
-PENDING = {"playbooks/add_node.yml", "roles/addons/defaults/main.yml", "roles/validate/defaults/main.yml",
-           "roles/base/defaults/main.yml"}
 FILES = sorted(str(p.relative_to(ROOT)) for p in [*(ROOT / "playbooks").rglob("*.yml"), *(ROOT / "roles").rglob("*.yml"),
                                                   *(ROOT / "roles").rglob("*.j2")])
 
 
-def _copies(path: str) -> list[str]:
-    text = (ROOT / path).read_text()
-    return [m.group(0) for m in re.finditer(r"\b([a-z_]+) \| default\(", text) if m.group(1) in DEFAULTS]
-
-
 def test_no_second_copy_of_a_default():
-    found = {path: _copies(path) for path in FILES if path not in PENDING}
-    assert {path: c for path, c in found.items() if c} == {}
-
-
-@pytest.mark.parametrize("path", sorted(PENDING))
-def test_pending_files_still_have_a_copy(path):
-    """A file moved to the lookup leaves PENDING (this fails once it has no copy left)."""
-    assert _copies(path)
+    found = {path: [m.group(0) for m in re.finditer(r"\b([a-z_]+) \| default\(", (ROOT / path).read_text())
+                    if m.group(1) in DEFAULTS] for path in FILES}
+    assert {path: copies for path, copies in found.items() if copies} == {}
