@@ -44,11 +44,13 @@ expected_s() {
 }
 elapsed_s() { echo $(( $(date +%s) - start_epoch )); }
 
+# A stage's output is also kept in reports/stages/<name>.log, so that the end of the run
+# can repeat why a stage failed (CI shows only the tail of the output).
 stage() {
   local name="$1"; shift
   local start=$SECONDS
   echo "=== $name: $*"
-  if "$@"; then
+  if "$@" 2>&1 | tee "$stage_dir/${name//:/-}.log"; then
     results+=("PASS $name ($((SECONDS - start))s)"); passed=$((passed + 1))
   else
     results+=("FAIL $name ($((SECONDS - start))s)"); failed=$((failed + 1))
@@ -152,7 +154,7 @@ for s in $scenarios; do
     # other failure is a failure.
     t0=$SECONDS
     echo "=== molecule:$s (limited to the ${scenario_limit}s left of the cap)"
-    timeout --kill-after=30 "$scenario_limit" molecule test -s "$s"; rc=$?
+    timeout --kill-after=30 "$scenario_limit" molecule test -s "$s" 2>&1 | tee "$stage_dir/molecule-$s.log"; rc=${PIPESTATUS[0]}
     if [ "$rc" -eq 0 ]; then
       results+=("PASS molecule:$s ($((SECONDS - t0))s)"); passed=$((passed + 1))
     elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
@@ -165,6 +167,28 @@ for s in $scenarios; do
     continue
   fi
   stage "molecule:$s" timeout --kill-after=30 "$scenario_limit" molecule test -s "$s"
+done
+
+# Task coverage of this run (docs/testing.md): the figure is printed, never gates the run;
+# `make coverage` is the strict gate.
+echo
+echo "=== task coverage (records in .cache/coverage; details: make coverage, reports/coverage.html)"
+python3 scripts/coverage.py --summary --no-fail || echo "test-all: coverage summary could not be computed"
+
+# Why each failed stage failed, last: the lines of its log that say so (failed tasks,
+# pytest failures, molecule's step), so that the tail of the run carries the reason.
+for r in "${results[@]}"; do
+  case "$r" in FAIL\ *) ;; *) continue ;; esac
+  name="${r#FAIL }"; name="${name%% (*}"
+  log="$stage_dir/${name//:/-}.log"
+  echo
+  echo "=== why $name failed (from reports/stages/$(basename "$log"))"
+  if [ -f "$log" ]; then
+    grep -E 'fatal: \[|FAILED|^E  |failed=[1-9]|unreachable=[1-9]|ERROR|Error:|AssertionError|Timeout|timed out|"msg":' "$log" | tail -n 25 | cut -c1-400
+    echo "--- last lines:"; tail -n 8 "$log" | cut -c1-400
+  else
+    echo "(no log)"
+  fi
 done
 
 echo
@@ -182,10 +206,3 @@ if [ "$notrun" -gt 0 ] && [ "$require_all" = 1 ]; then
   failed=$((failed + 1))
 fi
 [ "$failed" -eq 0 ]
-# Task coverage of this run (docs/testing.md): the figure is printed, never gates the run;
-# `make coverage` is the strict gate.
-test_all_rc=$?
-echo
-echo "=== task coverage (records in .cache/coverage; details: make coverage, reports/coverage.html)"
-python3 scripts/coverage.py --summary --no-fail || echo "test-all: coverage summary could not be computed"
-exit "$test_all_rc"

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
+from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import node_gpus
 
 
 def _is_ip(value: Any) -> bool:
@@ -441,5 +442,5 @@ class FilterModule:
     """clusterdos.cluster inventory filters."""
 
     def filters(self) -> dict[str, Any]:
-        return {"node_addresses": node_addresses, "inventory_errors": inventory_errors,
+        return {"node_addresses": node_addresses, "inventory_errors": inventory_errors, "node_gpus": node_gpus,
                 "duplicate_key_errors": duplicate_key_errors, "variable_errors": variable_errors}

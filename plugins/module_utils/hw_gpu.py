@@ -189,6 +189,23 @@ def gpu_list(gpus: Optional[Mapping[str, Any]], declared: Optional[list] = None)
             else {"vendor": vendor, "count": int(gpus["count"])}]
 
 
+def node_gpus(hv: Optional[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A host's GPUs as [{vendor, type, count}] from its variables (hostvars[host]).
+
+    The discovered ansible_facts.clusterdos_hw.gpus once the host was read (the source of
+    truth; the declared clusterdos_gpus only names the type), else the declared
+    clusterdos_gpus (a run that has not read the host). Slurm, the GPU stage's labels and
+    validation all read a host's GPUs through this.
+    """
+    hv = hv or {}
+    declared = list(hv.get("clusterdos_gpus") or [])
+    facts = hv.get("ansible_facts") or {}
+    found = (facts.get("clusterdos_hw") or {}).get("gpus") if isinstance(facts, Mapping) else None
+    if found is not None:
+        return gpu_list(found, declared)
+    return [dict(g) for g in declared]
+
+
 def declared_mismatch(declared: Optional[list], gpus: Optional[Mapping[str, Any]]) -> Optional[str]:
     """Why the GPUs a host declares (clusterdos_gpus) differ from what was found, or None.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import gpu_list
+from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import node_gpus
 
 # Slurm release series this collection knows how to configure.
 KNOWN_SERIES = ("22.05", "23.02", "23.11", "24.05", "24.11", "25.05")
@@ -23,7 +23,6 @@ KNOWN_SERIES = ("22.05", "23.02", "23.11", "24.05", "24.11", "25.05")
 # inventory's clusterdos_gpus only names the type and is checked against it), else the
 # declared clusterdos_gpus (only before discovery: the controller-side preflight).
 OVERRIDE_KEY = "slurm_node_gpus"
-DECLARED_KEY = "clusterdos_gpus"
 # GPU vendors and the gres.conf AutoDetect mechanism for each.
 AUTODETECT = {"nvidia": "nvml", "amd": "rsmi"}
 
@@ -167,10 +166,7 @@ def host_gpus(hv: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The GPUs of a host, as [{vendor, type, count}] (empty when none); see OVERRIDE_KEY."""
     if hv.get(OVERRIDE_KEY):
         return [dict(g) for g in hv[OVERRIDE_KEY]]
-    found = ((hv.get("ansible_facts") or {}).get("clusterdos_hw") or {}).get("gpus")
-    if found is not None:
-        return gpu_list(found, list(hv.get(DECLARED_KEY) or []))
-    return [dict(g) for g in hv.get(DECLARED_KEY) or []]
+    return node_gpus(hv)
 
 
 def _gres_of(gpus: list[dict[str, Any]], extra: list[Any]) -> list[str]:

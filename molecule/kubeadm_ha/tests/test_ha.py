@@ -64,15 +64,30 @@ def test_every_node_talks_to_the_api_through_its_local_haproxy():
             assert f"server {other} " in cfg, (member, other)
 
 
+def booted(name) -> bool:
+    """The host answers over SSH and systemd has finished starting it."""
+    try:
+        state = host(name).run("systemctl is-system-running --wait").stdout.strip()
+    except RuntimeError:  # testinfra raises when ssh itself fails (sshd not up yet)
+        return False
+    return state in ("running", "degraded")
+
+
 @pytest.fixture
 def first_member_stopped():
-    """Stop the first member's lab host (its container), start it again afterwards."""
+    """Stop the first member's lab host (its container); start it again afterwards and
+    wait (a bound, not a timed assertion) until it answers over SSH and has booted, so the
+    tests after this one reach it."""
     container = f"cdl-{LAB_NAME}-{MEMBERS[0]}"
     subprocess.run(["podman", "stop", "-t", "5", container], check=True, capture_output=True)
     try:
         yield MEMBERS[0]
     finally:
         subprocess.run(["podman", "start", container], check=True, capture_output=True)
+        deadline = time.monotonic() + 300
+        while not booted(MEMBERS[0]):
+            assert time.monotonic() < deadline, f"{MEMBERS[0]} did not boot within 300 s of podman start"
+            time.sleep(5)
 
 
 def test_the_api_answers_and_accepts_writes_with_one_member_down(first_member_stopped):

@@ -116,7 +116,41 @@ def test_slurm_discovered_wins_over_declared_and_override_wins_over_both():
     assert slurm_config.host_gpus(_hv(found, override=override)) == override
 
 
+def test_node_gpus_is_what_slurm_reads_without_the_slurm_override():
+    found = {"vendor": "nvidia", "count": 4, "type": "a100"}
+    declared = [{"vendor": "nvidia", "type": "a100x", "count": 8}]
+    assert hw_gpu.node_gpus(_hv(found, declared=declared)) == [{"vendor": "nvidia", "type": "a100x", "count": 4}]
+    assert hw_gpu.node_gpus(_hv(declared=declared)) == declared
+    assert hw_gpu.node_gpus(_hv({"vendor": "none", "count": 0}, declared=declared)) == []
+    # slurm_node_gpus is what Slurm advertises, not what the host has.
+    assert hw_gpu.node_gpus(_hv(found, override=declared)) == [{"vendor": "nvidia", "type": "a100", "count": 4}]
+    assert hw_gpu.node_gpus(None) == []
+
+
 # --- The validation module expects what was discovered ------------------------------
+
+def test_the_validate_role_expects_the_discovered_gpus_once_the_host_was_read(tmp_path):
+    """The validate role's default expectation (validate_node_gpus) on this machine (no GPU):
+    before the host is read it is the declaration; after the hardware_facts role read the
+    host (0 GPUs found), the declaration no longer makes validation expect 8 GPUs."""
+    describe = {"name": "Describe", "ansible.builtin.include_role": {"name": "clusterdos.cluster.validate"}}
+    show = {"name": "Show", "ansible.builtin.debug": {"var": "__validate_node.gpus"}}
+    declared = [{"vendor": "nvidia", "type": "h100", "count": 8}]
+    plays = [
+        {"name": "before discovery", "hosts": "all", "gather_facts": False,
+         "vars": {"clusterdos_gpus": declared}, "tasks": [describe, show]},
+        {"name": "discovery", "hosts": "all", "gather_facts": False,
+         "tasks": [{"name": "Discover", "ansible.builtin.include_role": {"name": "clusterdos.cluster.hardware_facts"}}]},
+        {"name": "after discovery", "hosts": "all", "gather_facts": False,
+         "vars": {"clusterdos_gpus": declared}, "tasks": [describe, show]},
+    ]
+    path = tmp_path / "validate_gpus.yml"
+    path.write_text(json.dumps(plays))
+    result = run_playbook(tmp_path, path, {}, {})
+    assert result.returncode == 0, failure_messages(result)
+    shown = [h["__validate_node.gpus"] for p in json.loads(result.stdout)["plays"] for t in p["tasks"]
+             for h in t["hosts"].values() if "__validate_node.gpus" in h]
+    assert shown == [{"nvidia.com/gpu": 8}, {}], shown
 
 class _Commands:
     def __init__(self, outputs):
