@@ -300,6 +300,18 @@ def _explicit(hv: Mapping[str, Any], *names: str) -> bool:
     return any(n in hv for n in names)
 
 
+def _evaluated(hv: Mapping[str, Any], name: str) -> Any:
+    """hv[name], or None when unset or when it cannot be evaluated (reported per variable)."""
+    if name not in hv:
+        return None
+    try:
+        value = hv[name]
+        str(value)  # an undefined marker raises only when used
+        return value
+    except Exception:  # noqa: BLE001 - the variable's own check reports it
+        return None
+
+
 def _host_problems(hv: Mapping[str, Any], known: Mapping[str, Mapping[str, Any]], prefixes: tuple[str, ...]) -> list[tuple[str, str, str]]:
     """(variable, value shown, problem) for one host's variables."""
     out: list[tuple[str, str, str]] = []
@@ -317,22 +329,26 @@ def _host_problems(hv: Mapping[str, Any], known: Mapping[str, Mapping[str, Any]]
             fix = f"did you mean {close[0]}?" if close else "no role of clusterdos.cluster reads it (see docs/inventory.md)"
             out.append((name, "", f"is not a variable of any role ({fix})"))
             continue
+        # A template that fails (an undefined name in it) may raise here, or give back an
+        # undefined marker that raises only when used: both are reported, never raised.
         try:
             value = hv[name]
+            found = [(name, _show(value) if not option.get("no_log") else "(hidden)", problem)
+                     for problem in _value_problems(name, value, option)]
         except Exception as exc:  # noqa: BLE001 - an undefined reference is reported, not raised
             out.append((name, "", f"cannot be evaluated: {str(exc).splitlines()[0]}"))
             continue
-        for problem in _value_problems(name, value, option):
-            out.append((name, _show(value) if not option.get("no_log") else "(hidden)", problem))
+        out.extend(found)
     # An explicit empty time-server list with no pools on a site that fetches packages
     # through a proxy or mirror (no direct Internet): chrony would fall back to the public
     # pool.ntp.org, which such hosts cannot reach, and time would silently never sync.
-    sync = hv["base_time_sync_enabled"] if "base_time_sync_enabled" in hv else True
+    sync = _evaluated(hv, "base_time_sync_enabled")
+    sync = True if sync is None else sync
     sources = ("clusterdos_package_proxy", "base_package_proxy", "clusterdos_package_mirror", "base_package_mirror")
-    offline = any(hv[n] for n in sources if n in hv and isinstance(hv[n], str))
+    offline = any(isinstance(v, str) and v for v in (_evaluated(hv, n) for n in sources))
     if offline and str(sync).lower() in ("true", "yes") and _explicit(hv, "clusterdos_time_servers", "base_time_servers") \
             and not _explicit(hv, "clusterdos_time_pools", "base_time_pools"):
-        servers = hv["base_time_servers"] if "base_time_servers" in hv else hv["clusterdos_time_servers"]
+        servers = _evaluated(hv, "base_time_servers") if "base_time_servers" in hv else _evaluated(hv, "clusterdos_time_servers")
         if isinstance(servers, (list, tuple)) and len(servers) == 0:
             out.append(("clusterdos_time_servers", "[]", "is empty and no pool is set, so chrony would fall back to the public "
                         "pool.ntp.org, which hosts behind a package proxy/mirror cannot reach: name at least one NTP "
