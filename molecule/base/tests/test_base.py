@@ -67,11 +67,28 @@ def test_chrony_running_with_lab_server(host):
     assert host.service("systemd-timesyncd").is_running is False
 
 
-def test_package_proxy_configured_and_used(host):
+# base-3 has no proxy and a site apt mirror (molecule.yml's host_vars); the others use the proxy.
+MIRROR_HOST = "base-3"
+
+
+def test_package_proxy_or_site_mirror_configured_and_used(host):
     proxy = LAB["vars"]["clusterdos_package_proxy"]
-    dump = host.check_output("apt-config dump Acquire::http::Proxy")
-    assert proxy in dump
-    # chrony can only have arrived through the proxy: hosts have no other route out.
+    name = host.backend.get_hostname()
+    dump = host.run("apt-config dump Acquire::http::Proxy").stdout
+    if name == MIRROR_HOST:
+        assert proxy not in dump and not host.file("/etc/apt/apt.conf.d/01clusterdos-proxy").exists
+        sources = host.file("/etc/apt/sources.list").content_string
+        assert f"deb {proxy}/debian bookworm main" in sources
+        assert f"deb {proxy}/debian-security bookworm-security main" in sources
+        # The stock deb822 list (prepare.yml) is set aside, not deleted.
+        assert not host.file("/etc/apt/sources.list.d/debian.sources").exists
+        assert host.file("/etc/apt/sources.list.d/debian.sources.disabled-by-clusterdos").exists
+        # apt reads only the mirror: an index refresh succeeds without any proxy.
+        update = host.run("apt-get update -o Acquire::Retries=0")
+        assert update.rc == 0 and "deb.debian.org" not in update.stdout + update.stderr, update.stdout + update.stderr
+    else:
+        assert proxy in dump
+    # chrony can only have arrived through the proxy or the mirror: hosts have no other route out.
     assert host.package("chrony").is_installed
     assert host.run("ip route get 1.1.1.1").rc != 0
 
