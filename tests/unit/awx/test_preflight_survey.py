@@ -1,8 +1,11 @@
 """awx/preflight_survey.yml rejects survey answers of the wrong shape with a clear message.
 
-Runs the real task file with ansible-playbook on the controller (localhost, nothing else is
-contacted), included the way playbooks/preflight.yml includes it, with the extra vars an
-AWX survey would pass.
+Runs the real task file with ansible-playbook on the controller (nothing else is contacted),
+included the way playbooks/preflight.yml includes it. Every case is one host of a single
+run (connection local), its survey answers that host's variables: the checks read each
+variable only where it is set, per host, so one run asks what thirteen runs asked (a
+process start-up and a parse each) and each case still passes or fails on its own host's
+result. AWX passes survey answers as extra vars; the checks see the same values either way.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,45 +22,69 @@ import yaml
 ROOT = Path(__file__).resolve().parents[3]
 BIN = ROOT / ".venv" / "bin"
 
+GOOD = {
+    "nothing-set": {},
+    "every-survey-answer-good": {
+        "clusterdos_kubernetes_version": "1.34.1", "addons_enabled": ["cert_manager", "metrics_server"],
+        "node": "gpu07", "clusterdos_upgrade_batch": 2, "clusterdos_reset_confirm": "true",
+        "validate_checks": ["kubernetes", "slurm"], "validate_strict": False},
+}
+BAD = {
+    "version-with-v": ({"clusterdos_kubernetes_version": "v1.34.1"},
+                       "clusterdos_kubernetes_version must be a version X.Y.Z such as 1.34.1"),
+    "version-latest": ({"clusterdos_kubernetes_version": "latest"}, "got 'latest'"),
+    "version-two-parts": ({"clusterdos_kubernetes_version": "1.34"}, "got '1.34'"),
+    "version-empty": ({"clusterdos_kubernetes_version": ""}, "got ''"),
+    "unknown-addon": ({"addons_enabled": ["cert_manager", "grafana"]}, "Unknown add-on(s): grafana."),
+    "addons-not-a-list": ({"addons_enabled": "cert_manager"}, "addons_enabled must be a list of add-on names"),
+    "node-with-space": ({"node": "gpu07 gpu08"}, "node must be one inventory host name (e.g. gpu07)"),
+    "node-pattern": ({"node": "gpu0[7:9]"}, "take one node per run, got 'gpu0[7:9]'"),
+    "batch-zero": ({"clusterdos_upgrade_batch": 0}, "a whole number >= 1, got '0'"),
+    "reset-not-bool": ({"clusterdos_reset_confirm": "yes please"}, "clusterdos_reset_confirm must be true or false"),
+    "checks-not-a-list": ({"validate_checks": "all"}, "validate_checks must be a list"),
+}
 
-def run_checks(tmp_path: Path, extra_vars: dict) -> subprocess.CompletedProcess[str]:
-    playbook = tmp_path / "preflight.yml"
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[str, dict]:
+    """Every case's outcome from one run: {case: {"failed": bool, "msgs": [...]}}."""
+    tmp = tmp_path_factory.mktemp("survey")
+    cases = {**GOOD, **{name: answers for name, (answers, _) in BAD.items()}}
+    inventory = {"all": {"hosts": {name: {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                                          **answers} for name, answers in cases.items()}}}
+    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    playbook = tmp / "preflight.yml"
     playbook.write_text(yaml.safe_dump([{
-        "name": "Survey checks", "hosts": "localhost", "connection": "local", "gather_facts": False,
+        "name": "Survey checks", "hosts": "all", "gather_facts": False,
         "tasks": [{"name": "Check survey answers (AWX)",
                    "ansible.builtin.include_tasks": str(ROOT / "awx" / "preflight_survey.yml")}]}]))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               PATH=f"{BIN}:{os.environ['PATH']}")
-    return subprocess.run([str(BIN / "ansible-playbook"), str(playbook), "-e", json.dumps(extra_vars)],
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", PATH=f"{BIN}:{os.environ['PATH']}")
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(tmp / "hosts.yml"), str(playbook)],
                           capture_output=True, text=True, env=env, check=False)
+    data = json.loads(proc.stdout)
+    outcome = {name: {"failed": False, "msgs": [], "stats": data["stats"].get(name)} for name in cases}
+    for play in data["plays"]:
+        for task in play["tasks"]:
+            for host, res in task["hosts"].items():
+                if res.get("failed"):
+                    outcome[host]["failed"] = True
+                    outcome[host]["msgs"].append(res.get("msg", ""))
+                    outcome[host]["msgs"] += [r.get("msg", "") for r in res.get("results", [])
+                                              if r.get("failed") or r.get("evaluated_to") is False]
+    # A host that failed shows so in the recap too; every case ran (no host unreachable or left out).
+    for name, case in outcome.items():
+        assert case["stats"] is not None, f"{name} is missing from the recap: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        assert case["stats"]["unreachable"] == 0 and bool(case["stats"]["failures"]) == case["failed"], (name, case)
+    return outcome
 
 
-@pytest.mark.parametrize("extra_vars", [
-    {},
-    {"clusterdos_kubernetes_version": "1.34.1", "addons_enabled": ["cert_manager", "metrics_server"],
-     "node": "gpu07", "clusterdos_upgrade_batch": 2, "clusterdos_reset_confirm": "true",
-     "validate_checks": ["kubernetes", "slurm"], "validate_strict": False},
-], ids=["nothing-set", "every-survey-answer-good"])
-def test_good_answers_pass(tmp_path, extra_vars):
-    result = run_checks(tmp_path, extra_vars)
-    assert result.returncode == 0, result.stdout + result.stderr
+@pytest.mark.parametrize("case", list(GOOD))
+def test_good_answers_pass(results, case):
+    assert not results[case]["failed"], results[case]["msgs"]
 
 
-@pytest.mark.parametrize(("extra_vars", "message"), [
-    ({"clusterdos_kubernetes_version": "v1.34.1"}, "clusterdos_kubernetes_version must be a version X.Y.Z such as 1.34.1"),
-    ({"clusterdos_kubernetes_version": "latest"}, "got 'latest'"),
-    ({"clusterdos_kubernetes_version": "1.34"}, "got '1.34'"),
-    ({"clusterdos_kubernetes_version": ""}, "got ''"),
-    ({"addons_enabled": ["cert_manager", "grafana"]}, "Unknown add-on(s): grafana."),
-    ({"addons_enabled": "cert_manager"}, "addons_enabled must be a list of add-on names"),
-    ({"node": "gpu07 gpu08"}, "node must be one inventory host name (e.g. gpu07)"),
-    ({"node": "gpu0[7:9]"}, "take one node per run, got 'gpu0[7:9]'"),
-    ({"clusterdos_upgrade_batch": 0}, "a whole number >= 1, got '0'"),
-    ({"clusterdos_reset_confirm": "yes please"}, "clusterdos_reset_confirm must be true or false"),
-    ({"validate_checks": "all"}, "validate_checks must be a list"),
-], ids=["version-with-v", "version-latest", "version-two-parts", "version-empty", "unknown-addon",
-        "addons-not-a-list", "node-with-space", "node-pattern", "batch-zero", "reset-not-bool", "checks-not-a-list"])
-def test_bad_answers_are_rejected_with_a_clear_message(tmp_path, extra_vars, message):
-    result = run_checks(tmp_path, extra_vars)
-    assert result.returncode != 0
-    assert message in result.stdout, result.stdout + result.stderr
+@pytest.mark.parametrize(("case", "message"), [(name, message) for name, (_, message) in BAD.items()], ids=list(BAD))
+def test_bad_answers_are_rejected_with_a_clear_message(results, case, message):
+    assert results[case]["failed"]
+    assert any(message in m for m in results[case]["msgs"]), results[case]["msgs"]
