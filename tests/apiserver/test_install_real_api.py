@@ -18,7 +18,7 @@ import re
 
 import pytest
 import yaml
-from playbook import ROOT, VENV_BIN, run_role
+from playbook import NOWHERE, ROOT, VENV_BIN, run_playbook, run_role, site_inventory
 
 CATALOG = yaml.safe_load((ROOT / "roles" / "addons" / "vars" / "catalog.yml").read_text())["__addons_catalog"]
 # Every entry but Cilium, which the Kubernetes stage installs (test_kubernetes_cilium_real_api.py).
@@ -220,3 +220,71 @@ def test_removing_an_addon_removes_its_release(apiserver, site, tmp_path):
     assert "local-disk-storage/local-disk" not in after
     assert after == {k: v for k, v in STATE["revisions"].items() if k != "local-disk-storage/local-disk"}
     assert "local-disk" not in {c["metadata"]["name"] for c in apiserver.get("storageclass")["items"]}
+
+
+# playbooks/addons.yml itself, as a site runs it from the controller (-e addons_hosts=localhost, as docs/addons.md
+# says), for the add-ons whose CRDs the role applies (sealed_secrets: crds in the chart's crds/) and those that come
+# with objects of their own (cert_manager's issuers and root certificate, kueue's flavor and queues).
+PLAYBOOK_ADDONS = ["cert_manager", "kueue", "sealed_secrets"]
+SEALED_CRD = "sealedsecrets.bitnami.com"
+
+
+def _playbook_inventory(site: dict) -> dict:
+    """A site's inventory: its control plane and a worker (never contacted: the stage runs on the controller)."""
+    all_vars = dict(site, addons_enabled=PLAYBOOK_ADDONS, clusterdos_time_servers=["10.0.0.254"],
+                    kubernetes_cluster_node_cidr="10.0.0.0/24")
+    return site_inventory({"cp1": dict(NOWHERE, clusterdos_node_ip="10.0.0.1"), "c1": dict(NOWHERE, clusterdos_node_ip="10.0.0.11")},
+                          {"kube_control_plane": ["cp1"], "kube_node": ["c1"]}, all_vars)
+
+
+def _run_addons_playbook(tmp_path, site, **kw):
+    run = run_playbook(tmp_path, "addons.yml", _playbook_inventory(site), dump={"progress": ["localhost", "__addons_progress"]},
+                       extra_args=["-e", "addons_hosts=localhost"], **kw)
+    assert run.ok, run.tail()
+    assert "UNREACHABLE" not in run.proc.stdout, run.tail()
+    return run
+
+
+def _objects_that_come_with(api) -> dict:
+    issuers = {i["metadata"]["name"] for i in api.get("clusterissuer")["items"]}
+    certificates = {c["metadata"]["name"] for c in api.get("certificate", "-n", "cert-manager")["items"]}
+    local_queues = {f"{q['metadata']['namespace']}/{q['metadata']['name']}" for q in api.get("localqueue", "--all-namespaces")["items"]}
+    cluster_queues = {q["metadata"]["name"] for q in api.get("clusterqueue")["items"]}
+    return {"issuers": issuers, "certificates": certificates, "local_queues": local_queues, "cluster_queues": cluster_queues}
+
+
+def test_the_addons_playbook_puts_back_crds_and_the_objects_that_come_with_addons(apiserver, site, tmp_path):
+    """Drift made by hand (objects deleted, a CRD edited) is put back by the next run of the stage."""
+    before = _revisions(apiserver)
+    STATE["objects"] = _objects_that_come_with(apiserver)
+    assert STATE["objects"]["issuers"] >= {"clusterdos-selfsigned", "clusterdos-ca"}, STATE["objects"]
+    assert STATE["objects"]["local_queues"] == {"default/default", "team-a/default"}, STATE["objects"]
+    for args in (("clusterissuer", "clusterdos-ca"), ("certificate", "clusterdos-root-ca", "-n", "cert-manager"),
+                 ("localqueue", "default", "-n", "team-a"), ("clusterqueue", "cluster-queue")):
+        res = apiserver.kubectl("delete", *args, check=False)
+        assert res.returncode == 0, res.stderr
+    edited = apiserver.kubectl("patch", "crd", SEALED_CRD, "--type=json", "-p", json.dumps([
+        {"op": "replace", "path": "/spec/versions/0/schema/openAPIV3Schema/description", "value": "stale: edited by hand"}]),
+        check=False)
+    assert edited.returncode == 0, edited.stderr
+    run = _run_addons_playbook(tmp_path, site)
+    # The releases are as they were (no upgrade); what the role applies itself changed.
+    assert {s["name"]: s["action"] for s in run.results["progress"]} == {n: "unchanged" for n in PLAYBOOK_ADDONS}
+    assert _revisions(apiserver) == before
+    assert run.recap()["localhost"]["changed"] >= 2, run.tail()
+    assert _objects_that_come_with(apiserver) == STATE["objects"]
+    assert apiserver.get("clusterqueue", "cluster-queue")["spec"]["resourceGroups"][0]["coveredResources"] == \
+        ["cpu", "memory", "nvidia.com/gpu"]
+    crd = apiserver.get("crd", SEALED_CRD, "--show-managed-fields")
+    assert "stale" not in crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].get("description", "")
+    assert ("clusterdos", "Apply") in {(m["manager"], m["operation"]) for m in crd["metadata"]["managedFields"]}
+
+
+def test_a_second_run_of_the_addons_playbook_changes_nothing(apiserver, site, tmp_path):
+    before = _revisions(apiserver)
+    run = _run_addons_playbook(tmp_path, site, diff=True)
+    assert {s["name"]: s["action"] for s in run.results["progress"]} == {n: "unchanged" for n in PLAYBOOK_ADDONS}
+    changed = {h: r["changed"] for h, r in run.recap().items()}
+    assert "localhost" in changed and set(changed.values()) == {0}, run.tail()
+    assert _revisions(apiserver) == before
+    assert _objects_that_come_with(apiserver) == STATE["objects"]
