@@ -14,6 +14,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+import testinfra
 import yaml
 
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
@@ -53,6 +54,19 @@ def test_srun_reached_every_compute_node(report):
 
 def test_mpi_world_spans_both_compute_nodes(report):
     assert _checks(report)["slurm.mpi"]["detail"] == "MPI world of 2 ranks (--mpi=pmix) on %s" % ", ".join(COMPUTE)
+
+
+def test_compute_nodes_run_configless_from_the_controller(host):
+    """slurm_configless: no slurm.conf on the compute nodes, slurmd started with
+    --conf-server naming the controller, and the controller serves its configuration."""
+    assert "enable_configless" in host.file("/etc/slurm/slurm.conf").content_string
+    inventory = str(EPHEMERAL / "inventory")
+    for name in COMPUTE:
+        node = testinfra.get_host(f"ansible://{name}", ansible_inventory=inventory)
+        assert not node.file("/etc/slurm/slurm.conf").exists, name
+        args = node.check_output("ps -o args= -C slurmd")
+        assert f"--conf-server {CONTROLLER}" in args, (name, args)
+        assert node.service("slurmd").is_running, name
 
 
 def test_node_states_match_sinfo(host, report):
