@@ -116,3 +116,30 @@ def test_a_second_run_changes_nothing(apiserver, inventory, tmp_path):
     assert "cp1" in changed and set(changed.values()) == {0}, run.tail()
     assert {n: c["metadata"]["resourceVersion"] for n, c in _classes(apiserver).items()} == STATE["versions"]
     assert _sandbox_labels(apiserver) == WANT_LABELS
+
+
+def _with_handler(inventory: dict, handler: str) -> dict:
+    changed = json.loads(json.dumps(inventory))
+    changed["all"]["vars"]["runtime_classes_extra"] = [dict(EXTRA, handler=handler)]
+    return changed
+
+
+def test_check_mode_says_a_changed_handler_would_replace_the_class(apiserver, inventory, tmp_path):
+    run = run_playbook(tmp_path, "runtime_classes.yml", _with_handler(inventory, "crun-v2"), check=True)
+    assert run.ok, run.tail()
+    assert run.recap()["cp1"]["changed"] == 1, run.tail()
+    assert {n: c["metadata"]["resourceVersion"] for n, c in _classes(apiserver).items()} == STATE["versions"]
+
+
+def test_a_changed_handler_replaces_the_class(apiserver, inventory, tmp_path):
+    """The API refuses to change a RuntimeClass's handler in place ("field is immutable"): the role replaces it."""
+    run = run_playbook(tmp_path, "runtime_classes.yml", _with_handler(inventory, "crun-v2"))
+    assert run.ok, run.tail()
+    assert run.recap()["cp1"]["changed"] == 2, run.tail()
+    classes = _classes(apiserver)
+    assert classes["crun"]["handler"] == "crun-v2"
+    assert classes["crun"]["scheduling"] == {"nodeSelector": {LABEL.format(name="crun"): "true"}}
+    assert classes["crun"]["overhead"] == {"podFixed": EXTRA["overhead"]}
+    # Only that class was replaced.
+    assert classes["gvisor"]["metadata"]["resourceVersion"] == STATE["versions"]["gvisor"]
+    assert _sandbox_labels(apiserver) == WANT_LABELS
