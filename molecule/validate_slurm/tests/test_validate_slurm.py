@@ -69,6 +69,21 @@ def test_compute_nodes_run_configless_from_the_controller(host):
         assert node.service("slurmd").is_running, name
 
 
+def test_every_slurm_host_has_the_site_slurm_repository_and_its_key():
+    """slurm_apt_repository and its key (molecule.yml, prepare.yml): the key fetched from the
+    site's web server, the repository listed with it, and apt reading that repository's
+    signed index (apt-cache policy lists it only once its signature was verified)."""
+    inventory = str(EPHEMERAL / "inventory")
+    for name in [CONTROLLER] + COMPUTE:
+        node = testinfra.get_host(f"ansible://{name}", ansible_inventory=inventory)
+        key = node.file("/etc/apt/keyrings/slurm.asc")
+        assert key.exists and key.content_string.startswith("-----BEGIN PGP PUBLIC KEY BLOCK-----"), name
+        listed = node.file("/etc/apt/sources.list.d/clusterdos-slurm.list").content_string
+        assert "[signed-by=/etc/apt/keyrings/slurm.asc] http://deb.debian.org/debian-security bookworm-security main" in listed
+        policy = node.check_output("apt-cache policy slurm-client")
+        assert "debian-security bookworm-security/main" in policy, (name, policy)
+
+
 def test_node_states_match_sinfo(host, report):
     detail = _checks(report)["slurm.node_states"]["detail"]
     for line in host.check_output("sinfo --noheader --Node --format='%N|%T'").splitlines():
