@@ -61,12 +61,13 @@ stage() {
 # Before the scenarios, two lanes of stages run side by side: each lane is one process at
 # a time, mostly one core (lint, ansible-playbook runs, pytest), so two lanes use the two
 # cores CI has. Lane A: the static checks, the playbook harness tests, the AWX stand-in
-# tests, the bad inventories and the lab; lane B: the other unit tests and the real API
-# server (the split balances the lanes' expected times in .ci/scenario_times; `unit`
-# takes every directory of tests/unit except awx, so a new one is never left out).
+# tests, the node entry points on a real API server (kube_nodes), the bad inventories and
+# the lab; lane B: the other unit tests and the real API server (the split balances the
+# lanes' expected times in .ci/scenario_times; `unit` takes every directory of tests/unit
+# except awx and kube_nodes, so a new one is never left out).
 # A stage's output goes to reports/stages/NAME.log and is printed, whole, in the order
 # below once both lanes are done. TEST_ALL_LANES=1 runs them one after another.
-lane_a=(yamllint ansible-lint changelog argument-specs role-docs sanity unit-playbooks unit-awx bad-inventories lab)
+lane_a=(yamllint ansible-lint changelog argument-specs role-docs sanity unit-playbooks unit-awx unit-kube-nodes bad-inventories lab)
 lane_b=(unit apiserver)
 stage_cmd() {
   case "$1" in
@@ -78,7 +79,8 @@ stage_cmd() {
     sanity) scripts/sanity.sh ;;
     unit-playbooks) pytest -q tests/playbooks ;;
     unit-awx) pytest -q tests/unit/awx ;;
-    unit) pytest -q tests/unit --ignore=tests/unit/awx ;;
+    unit) pytest -q tests/unit --ignore=tests/unit/awx --ignore=tests/unit/kube_nodes ;;
+    unit-kube-nodes) pytest -q tests/unit/kube_nodes ;;
     bad-inventories) python3 tests/playbooks/bad_inventories/run.py --lab pf-bad ;;
     apiserver) pytest -q tests/apiserver ;;
     lab) pytest -q tests/lab ;;
