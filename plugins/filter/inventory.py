@@ -256,8 +256,14 @@ def _value_problems(name: str, value: Any, option: Mapping[str, Any]) -> list[st
         return [problem]
     out: list[str] = []
     choices = option.get("choices")
-    if choices is not None and value not in choices and str(value) not in [str(c) for c in choices]:
-        out.append(f"must be one of {', '.join(str(c) for c in choices)}")
+    if choices is not None:
+        # A list option's choices apply to each of its items (argument spec semantics).
+        items = value if option.get("type") == "list" and isinstance(value, (list, tuple)) else [value]
+        bad = [v for v in items if v not in choices and str(v) not in [str(c) for c in choices]]
+        if bad and option.get("type") == "list":
+            out.append(f"each item must be one of {', '.join(str(c) for c in choices)} (not {', '.join(str(v) for v in bad)})")
+        elif bad:
+            out.append(f"must be one of {', '.join(str(c) for c in choices)}")
     number = _int(value) if option.get("type") == "int" else None
     if name.endswith("_port") and option.get("type") == "int":
         problem = _port_problem(value)

@@ -34,11 +34,17 @@ def test_good_values_pass():
         ({"n1": {"clusterdos_package_mirror": "mirror/debian"}}, "clusterdos_package_mirror = 'mirror/debian'"),
         ({"n1": {"clusterdos_upgrade_batch": 0}}, "must be 1 or more"),
         ({"n1": {"clusterdos_time_servers": [], "clusterdos_package_proxy": "http://p:3142"}}, "is empty and no pool is set"),
+        ({"n1": {"validate_report_formats": ["json", "pdf"]}},
+         "validate_report_formats = ['json', 'pdf'] (on n1): each item must be one of json, junit, html (not pdf)."),
     ],
 )
 def test_bad_values_are_named_with_host_value_and_fix(hostvars, expected):
     found = errors(hostvars)
     assert any(expected in e for e in found), found
+
+
+def test_a_list_option_with_choices_takes_any_of_them_per_item():
+    assert errors({"n1": {"validate_report_formats": ["json", "html"]}}) == []
 
 
 def test_one_message_per_problem_lists_the_hosts():
