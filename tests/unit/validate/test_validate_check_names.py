@@ -26,7 +26,7 @@ NOWHERE = {"ansible_host": "127.0.0.1", "ansible_port": 1, "ansible_user": "nobo
            "ansible_ssh_common_args": "-o ConnectTimeout=2 -o BatchMode=yes"}
 
 
-def _validate_playbook(tmp_path: Path, **validate_vars) -> tuple[int, str, Path]:
+def _validate_playbook(tmp_path: Path, playbook: str = "validate.yml", **validate_vars) -> tuple[int, str, Path]:
     report = tmp_path / "report"
     inventory = {"all": {
         "vars": {**NOWHERE, "clusterdos_time_servers": ["10.0.0.254"], "kubernetes_cluster_node_cidr": "10.0.0.0/24",
@@ -37,7 +37,7 @@ def _validate_playbook(tmp_path: Path, **validate_vars) -> tuple[int, str, Path]
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
                ANSIBLE_NOCOLOR="1", PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     proc = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"),
-                           str(ROOT / "playbooks" / "validate.yml")], capture_output=True, text=True, env=env,
+                           str(ROOT / "playbooks" / playbook)], capture_output=True, text=True, env=env,
                           cwd=tmp_path, check=False, timeout=600)
     out = proc.stdout + proc.stderr
     assert "UNREACHABLE" not in out, out[-3000:]
@@ -71,3 +71,13 @@ def test_names_that_each_match_a_check_pass(tmp_path):
     assert rc == 0, out[-3000:]
     assert "match(es) no check" not in out
     assert json.loads((report / "validation.json").read_text())["summary"]["failed"] == 0
+
+
+def test_the_preflight_refuses_a_bad_name_so_site_yml_stops_before_any_stage(tmp_path):
+    """playbooks/preflight.yml (the first play of site.yml and of every stage playbook) runs the
+    same input check on the controller: a bad name stops the run before any stage touches a host."""
+    rc, out, _report = _validate_playbook(tmp_path, "preflight.yml", validate_skip=["slurm.gress"])
+    assert rc != 0
+    assert 'ctl1: validate_skip has "slurm.gress", which match(es) no check.' in out, out[-3000:]
+    assert "PLAY [Preflight - validation inputs, on the controller]" in out
+    assert "PLAY [Preflight - done]" not in out
