@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Benchmark: lab up (cold and cached) and the base role's first and no-op converge.
 
-    python3 benchmarks/lab_and_base.py [--hosts 3] [--skip-cold]
+    python3 benchmarks/lab_and_base.py [--hosts 3 [10 50 ...]] [--skip-cold]
 
 Cold: a fresh image cache in a temporary directory (debootstrap, podman import) — the
-machine's own cache and the labs using it are not touched. Cached: the same `up` again.
-Then playbooks/base.yml on the hosts twice; the second run must report changed=0.
+machine's own cache and the labs using it are not touched (first size only). Cached: the
+same `up` again. Then playbooks/base.yml on the hosts twice; the second run must report
+changed=0. For each lab size it prints the wall time and the controller's CPU time
+(ansible-playbook, its workers and their ssh clients: the children's rusage) in all and
+per host, so several sizes show whether the controller's cost per host stays flat.
 Prints one line per figure; makes no pass/fail judgement on time.
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -27,12 +31,21 @@ NAME = "bench-base"
 
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
+    elapsed, _cpu, out = timed_cpu(argv, env)
+    return elapsed, out
+
+
+def timed_cpu(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds of the command and its descendants (user + system), stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     elapsed = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.exit(f"failed: {' '.join(argv)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return elapsed, proc.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu, proc.stdout
 
 
 def changed_total(recap: str) -> int:
@@ -41,7 +54,7 @@ def changed_total(recap: str) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--hosts", type=int, default=3)
+    ap.add_argument("--hosts", type=int, nargs="+", default=[3], help="lab sizes, measured one after the other")
     ap.add_argument("--skip-cold", action="store_true", help="only the cached lab up")
     args = ap.parse_args()
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
@@ -50,21 +63,23 @@ def main() -> int:
     if not args.skip_cold:
         env["CLUSTERDOS_LAB_CACHE"] = cache
     figures: list[tuple[str, str]] = []
-    up = [CLI, "up", "--name", NAME, "--hosts", str(args.hosts)]
     try:
-        subprocess.run([CLI, "down", "--name", NAME], env=env, capture_output=True, check=False)
-        if not args.skip_cold:
-            t, _ = timed(up, env)
-            figures.append((f"lab up, {args.hosts} hosts, cold image cache", f"{t:.1f} s"))
-            timed([CLI, "down", "--name", NAME], env)
-        t, out = timed(up, env)
-        figures.append((f"lab up, {args.hosts} hosts, cached image", f"{t:.1f} s"))
-        inventory = out.strip().splitlines()[-1]
-        play = ["ansible-playbook", "-i", inventory, str(ROOT / "playbooks" / "base.yml")]
-        t, recap = timed(play, env)
-        figures.append((f"base first converge, {args.hosts} hosts", f"{t:.1f} s (changed={changed_total(recap)})"))
-        t, recap = timed(play, env)
-        figures.append((f"base no-op converge, {args.hosts} hosts", f"{t:.1f} s (changed={changed_total(recap)})"))
+        for index, hosts in enumerate(args.hosts):
+            up = [CLI, "up", "--name", NAME, "--hosts", str(hosts)]
+            subprocess.run([CLI, "down", "--name", NAME], env=env, capture_output=True, check=False)
+            if index == 0 and not args.skip_cold:
+                t, _ = timed(up, env)
+                figures.append((f"lab up, {hosts} hosts, cold image cache", f"{t:.1f} s"))
+                timed([CLI, "down", "--name", NAME], env)
+            t, out = timed(up, env)
+            figures.append((f"lab up, {hosts} hosts, cached image", f"{t:.1f} s"))
+            inventory = out.strip().splitlines()[-1]
+            play = ["ansible-playbook", "-i", inventory, str(ROOT / "playbooks" / "base.yml")]
+            for kind in ("first", "no-op"):
+                t, cpu, recap = timed_cpu(play, env)
+                figures.append((f"base {kind} converge, {hosts} hosts",
+                                f"{t:.1f} s wall, controller CPU {cpu:.1f} s = {cpu / hosts:.2f} s per host "
+                                f"(changed={changed_total(recap)})"))
     finally:
         subprocess.run([CLI, "down", "--name", NAME] + ([] if args.skip_cold else ["--purge"]),
                        env=env, capture_output=True, check=False)
