@@ -81,16 +81,17 @@ def run_play(tmp_path: Path, tasks: list, extra_vars: dict, check: bool = False,
                          "children": {g: {"hosts": {h: None for h in members}} for g, members in (groups or {}).items()}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "vars.json").write_text(json.dumps(extra_vars))
+    return _ansible_playbook(tmp_path, ["-i", str(tmp_path / "inventory.yml"), "-e", f"@{tmp_path / 'vars.json'}",
+                                        str(tmp_path / "play.yml")], check, diff, out)
+
+
+def _ansible_playbook(tmp_path: Path, args: list, check: bool, diff: bool, out: Path) -> Run:
+    """ansible-playbook ARGS (with --check/--diff) in TMP_PATH; the values the run wrote to OUT."""
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"),
                ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
                PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"), "-e", f"@{tmp_path / 'vars.json'}",
-            str(tmp_path / "play.yml")]
-    if check:
-        argv.append("--check")
-    if diff:
-        argv.append("--diff")
+    argv = [str(VENV_BIN / "ansible-playbook"), *args] + (["--check"] if check else []) + (["--diff"] if diff else [])
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=1500)
     results = json.loads(out.read_text()) if out.exists() else {}
     return Run(proc, results)
@@ -135,16 +136,5 @@ def run_playbook(tmp_path: Path, playbook: str, inventory: dict, check: bool = F
                             "check_mode": False, "changed_when": False}]})
     (tmp_path / "site.yml").write_text(yaml.safe_dump(wrapper, sort_keys=False))
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"),
-               ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-               PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "site.yml"),
-            *(extra_args or [])]
-    if check:
-        argv.append("--check")
-    if diff:
-        argv.append("--diff")
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=1500)
-    results = json.loads(out.read_text()) if out.exists() else {}
-    return Run(proc, results)
+    return _ansible_playbook(tmp_path, ["-i", str(tmp_path / "hosts.yml"), str(tmp_path / "site.yml"), *(extra_args or [])],
+                             check, diff, out)

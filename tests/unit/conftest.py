@@ -11,6 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "lab"))
+# Helpers shared by the unit tests (playbook_outcome).
+sys.path.insert(0, str(ROOT / "tests" / "unit"))
 
 from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder  # noqa: E402
 

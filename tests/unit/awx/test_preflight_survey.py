@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from playbook_outcome import host_outcomes
+
 ROOT = Path(__file__).resolve().parents[3]
 BIN = ROOT / ".venv" / "bin"
 
@@ -62,21 +64,7 @@ def results(tmp_path_factory) -> dict[str, dict]:
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", PATH=f"{BIN}:{os.environ['PATH']}")
     proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(tmp / "hosts.yml"), str(playbook)],
                           capture_output=True, text=True, env=env, check=False)
-    data = json.loads(proc.stdout)
-    outcome = {name: {"failed": False, "msgs": [], "stats": data["stats"].get(name)} for name in cases}
-    for play in data["plays"]:
-        for task in play["tasks"]:
-            for host, res in task["hosts"].items():
-                if res.get("failed"):
-                    outcome[host]["failed"] = True
-                    outcome[host]["msgs"].append(res.get("msg", ""))
-                    outcome[host]["msgs"] += [r.get("msg", "") for r in res.get("results", [])
-                                              if r.get("failed") or r.get("evaluated_to") is False]
-    # A host that failed shows so in the recap too; every case ran (no host unreachable or left out).
-    for name, case in outcome.items():
-        assert case["stats"] is not None, f"{name} is missing from the recap: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
-        assert case["stats"]["unreachable"] == 0 and bool(case["stats"]["failures"]) == case["failed"], (name, case)
-    return outcome
+    return host_outcomes(json.loads(proc.stdout), cases, proc.stdout[-2000:] + proc.stderr[-2000:])
 
 
 @pytest.mark.parametrize("case", list(GOOD))

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from playbook_outcome import host_outcomes
+
 ROOT = Path(__file__).resolve().parents[3]
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 
@@ -118,22 +120,8 @@ def role_results(tmp_path_factory) -> dict[str, dict]:
            "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
     result = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(tmp / "inventory.yml"), str(tmp / "preflights.yml")],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    data = json.loads(result.stdout)
     hosts = {host for _, cases in ROLE_CASES.values() for host in cases}
-    outcome = {host: {"failed": False, "msgs": []} for host in hosts}
-    for play in data["plays"]:
-        for task in play["tasks"]:
-            for host, res in task["hosts"].items():
-                if res.get("failed"):
-                    outcome[host]["failed"] = True
-                    outcome[host]["msgs"].append(res.get("msg", ""))
-                    outcome[host]["msgs"] += [r.get("msg", "") for r in res.get("results", [])
-                                              if r.get("failed") or r.get("evaluated_to") is False]
-    for host in hosts:
-        stats = data["stats"].get(host)
-        assert stats is not None and stats["unreachable"] == 0, (host, result.stdout[-2000:], result.stderr[-2000:])
-        assert bool(stats["failures"]) == outcome[host]["failed"], (host, stats, outcome[host])
-    return outcome
+    return host_outcomes(json.loads(result.stdout), hosts, result.stdout[-2000:] + result.stderr[-2000:])
 
 
 @pytest.mark.parametrize(
