@@ -31,6 +31,11 @@ def report():
     return json.loads((REPORT / "validation.json").read_text())
 
 
+def lab_host(name):
+    """A testinfra host for any lab host of this scenario (testinfra_hosts is the controller)."""
+    return testinfra.get_host(f"ansible://{name}", ansible_inventory=str(EPHEMERAL / "inventory"))
+
+
 def _checks(doc):
     return {c["name"]: c for c in doc["checks"]}
 
@@ -60,9 +65,8 @@ def test_compute_nodes_run_configless_from_the_controller(host):
     """slurm_configless: no slurm.conf on the compute nodes, slurmd started with
     --conf-server naming the controller, and the controller serves its configuration."""
     assert "enable_configless" in host.file("/etc/slurm/slurm.conf").content_string
-    inventory = str(EPHEMERAL / "inventory")
     for name in COMPUTE:
-        node = testinfra.get_host(f"ansible://{name}", ansible_inventory=inventory)
+        node = lab_host(name)
         assert not node.file("/etc/slurm/slurm.conf").exists, name
         args = node.check_output("ps -o args= -C slurmd")
         assert f"--conf-server {CONTROLLER}" in args, (name, args)
@@ -73,9 +77,8 @@ def test_every_slurm_host_has_the_site_slurm_repository_and_its_key():
     """slurm_apt_repository and its key (molecule.yml, prepare.yml): the key fetched from the
     site's web server, the repository listed with it, and apt reading that repository's
     signed index (apt-cache policy lists it only once its signature was verified)."""
-    inventory = str(EPHEMERAL / "inventory")
     for name in [CONTROLLER] + COMPUTE:
-        node = testinfra.get_host(f"ansible://{name}", ansible_inventory=inventory)
+        node = lab_host(name)
         key = node.file("/etc/apt/keyrings/slurm.asc")
         assert key.exists and key.content_string.startswith("-----BEGIN PGP PUBLIC KEY BLOCK-----"), name
         listed = node.file("/etc/apt/sources.list.d/clusterdos-slurm.list").content_string
