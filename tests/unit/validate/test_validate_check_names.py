@@ -5,8 +5,8 @@ The playbook runs unchanged with ansible-playbook. Every host of the inventory i
 address where nothing listens (127.0.0.1 port 1): a run that contacted one would say
 UNREACHABLE. The refusal is the validate role's name check (roles/validate/tasks/check_names.yml),
 which playbooks/preflight.yml runs on the controller for each host that sets names (and the
-role's input checks again per host); its list of check names is the module's (checked here
-against plugins/module_utils/validate).
+role's input checks again per host); its check names are the module's, read through the
+clusterdos.cluster.validate_checks lookup.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from ansible.plugins.loader import lookup_loader
 from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.runner import CHECKS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -46,8 +47,12 @@ def _validate_playbook(tmp_path: Path, playbook: str = "validate.yml", **validat
 
 
 def test_the_roles_check_names_are_the_modules():
-    assert ROLE_VARS["__validate_check_names"] == [c.name for c in CHECKS]
-    assert sorted(ROLE_VARS["__validate_groups"]) == sorted({c.group for c in CHECKS})
+    """The role reads the names and groups from the module's registry (the lookup), never a list of its own."""
+    assert ROLE_VARS["__validate_check_names"] == "{{ query('clusterdos.cluster.validate_checks') }}"
+    assert ROLE_VARS["__validate_groups"] == "{{ query('clusterdos.cluster.validate_checks', groups=true) }}"
+    lookup = lookup_loader.get("clusterdos.cluster.validate_checks")
+    assert lookup.run([], {}) == [c.name for c in CHECKS]
+    assert lookup.run([], {}, groups=True) == ["kubernetes", "slurm", "hardware", "clusterd"]
 
 
 def test_a_name_that_matches_no_check_stops_the_run_before_any_check(tmp_path):
