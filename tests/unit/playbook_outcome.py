@@ -1,11 +1,29 @@
-"""Read a playbook run's per-host outcome from ansible's json stdout callback.
+"""Run a playbook with ansible's json stdout callback, and read its per-host outcome.
 
-Used by the tests that run many cases as one ansible-playbook run, one host per case.
+run_json is the unit tests' one way to run ansible-playbook for a machine-readable result;
+host_outcomes serves the tests that run many cases as one run, one host per case.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, Iterable
+
+ROOT = Path(__file__).resolve().parents[2]
+ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+
+
+def run_json(inventory: Path, playbook: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """ansible-playbook (this checkout's: its ansible.cfg, its collection link) on INVENTORY
+    with the json stdout callback, from the checkout's root; ARGS go before the playbook."""
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
+           "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
+           "PATH": f"{ANSIBLE_PLAYBOOK.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(inventory), *args, str(playbook)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def host_outcomes(data: dict[str, Any], hosts: Iterable[str], context: str = "") -> dict[str, dict[str, Any]]:

@@ -11,18 +11,15 @@ result. AWX passes survey answers as extra vars; the checks see the same values 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from playbook_outcome import host_outcomes
+from playbook_outcome import host_outcomes, run_json
 
 ROOT = Path(__file__).resolve().parents[3]
-BIN = ROOT / ".venv" / "bin"
 
 GOOD = {
     "nothing-set": {},
@@ -60,10 +57,7 @@ def results(tmp_path_factory) -> dict[str, dict]:
         "name": "Survey checks", "hosts": "all", "gather_facts": False,
         "tasks": [{"name": "Check survey answers (AWX)",
                    "ansible.builtin.include_tasks": str(ROOT / "awx" / "preflight_survey.yml")}]}]))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", PATH=f"{BIN}:{os.environ['PATH']}")
-    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(tmp / "hosts.yml"), str(playbook)],
-                          capture_output=True, text=True, env=env, check=False)
+    proc = run_json(tmp / "hosts.yml", playbook)
     return host_outcomes(json.loads(proc.stdout), cases, proc.stdout[-2000:] + proc.stderr[-2000:])
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from playbook_outcome import host_outcomes
+from playbook_outcome import host_outcomes, run_json
 
 ROOT = Path(__file__).resolve().parents[3]
 ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
@@ -31,10 +31,7 @@ def run_playbook(tmp_path: Path, playbook: str | Path, groups: dict[str, dict], 
                          "children": groups}}
     inv = tmp_path / "inventory.yml"
     inv.write_text(yaml.safe_dump(inventory))
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
-           "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
-    return subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(inv), str(playbook)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return run_json(inv, Path(playbook), timeout=300)
 
 
 def role_preflight(tmp_path: Path, role: str) -> Path:

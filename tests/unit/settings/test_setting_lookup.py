@@ -4,7 +4,6 @@ ansible-playbook on localhost (no host changes)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.clusterdos.cluster.plugins.module_utils.settings import DEFAULTS, setting
+from playbook_outcome import run_json
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -31,9 +31,7 @@ def _play(tmp_path: Path, inventory_vars: dict, expr: str, *args: str) -> subpro
     (tmp_path / "play.yml").write_text(json.dumps([{
         "name": "setting", "hosts": "{{ lookup('clusterdos.cluster.setting', 'clusterdos_login_group') }}",
         "gather_facts": False, "tasks": [{"name": "Show", "ansible.builtin.debug": {"msg": expr}}]}]))
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json"}
-    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "inv.json"), *args,
-                           str(tmp_path / "play.yml")], capture_output=True, text=True, check=False, env=env, cwd=ROOT)
+    return run_json(tmp_path / "inv.json", tmp_path / "play.yml", *args)
 
 
 def _msg(proc: subprocess.CompletedProcess):

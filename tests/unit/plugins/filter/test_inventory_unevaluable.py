@@ -5,15 +5,12 @@ run of playbooks/preflight.yml, no host contacted."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+from playbook_outcome import run_json
 
 ROOT = Path(__file__).resolve().parents[4]
-ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
 
 
 def test_a_host_var_that_cannot_be_evaluated_is_named_before_any_host_is_contacted(tmp_path):
@@ -26,10 +23,7 @@ def test_a_host_var_that_cannot_be_evaluated_is_named_before_any_host_is_contact
             "n2": {"ansible_host": "10.0.0.12", "clusterdos_package_proxy": "",
                    "clusterdos_package_mirror": "{{ hostvars['n1']['clusterdos_package_proxy'] }}/debian"}}}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
-           "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0"}
-    run = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(tmp_path / "hosts.yml"), str(ROOT / "playbooks" / "preflight.yml")],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    run = run_json(tmp_path / "hosts.yml", ROOT / "playbooks" / "preflight.yml", timeout=300)
     assert run.returncode != 0
     out = json.loads(run.stdout)
     failed = [(t["task"]["name"], h, r.get("msg", "")) for p in out["plays"] for t in p["tasks"]
