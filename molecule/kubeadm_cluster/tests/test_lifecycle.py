@@ -1,11 +1,22 @@
-"""Lifecycle on the live cluster: add_node.yml joins a new worker while a workload runs
-(only the new node changes, plus /etc/hosts and the pod route on the others), the new
-node runs a pod, remove_node.yml drains, deletes and resets it, reset.yml then changes
-nothing, upgrade.yml refuses a skipped minor against the real API server, and an upgrade
-to the version every node runs changes nothing.
+"""Lifecycle on the live cluster, on the spare host k8s-w3 while a workload runs:
 
-Runs after test_cluster.py (file order); the spare host k8s-w3 is put into kube_node by
-an extra inventory for these runs only."""
+- a join that fails half-way (add_node.yml; another process holds the kubelet's health
+  port, so kubeadm gives up waiting for a healthy kubelet after the join configuration's
+  short timeout, with the kubelet already started and bootstrapped) is undone with
+  kubeadm reset and reported with kubeadm's reason, and leaves no join token on disk;
+- a kubeadm init that fails the same way on that host (as the first control plane of a
+  cluster of its own, molecule/kubeadm_cluster/failed_init.yml) is undone and reported;
+- with the port free again, kubernetes_add_node.yml run on its own (so it discovers the
+  node's hardware itself) joins the node: nothing either failure left stood in the way,
+  only the new node changes (plus /etc/hosts and the pod route on the others), and the
+  new node runs a pod;
+- remove_node.yml drains, deletes and resets it, also removing a container left in
+  containerd's Kubernetes namespace that kubeadm reset does not know; reset.yml then
+  changes nothing, upgrade.yml refuses a skipped minor against the real API server, and an
+  upgrade to the version every node runs changes nothing.
+
+Runs after test_cluster.py (file order); the spare host is put into kube_node by an extra
+inventory for these runs only."""
 
 from __future__ import annotations
 
@@ -13,7 +24,8 @@ import json
 
 import pytest
 
-from conftest import CONTROL_PLANES, EPHEMERAL, TEST_IMAGE, WORKERS, eventually, http_get, lab_host, run_playbook
+from conftest import (CONTROL_PLANES, EPHEMERAL, SCENARIO, TEST_IMAGE, WORKERS, eventually, http_get, lab_host,
+                      run_playbook)
 
 SPARE = "k8s-w3"
 # Tasks that may report a change on hosts other than the new node.
@@ -26,6 +38,17 @@ ALLOWED_ELSEWHERE = {
     "Set node labels that differ from the inventory and the hardware found",
     "Approve kubelet serving certificates of inventory nodes",
 }
+# A transient unit on the spare host that holds the kubelet's health port (127.0.0.1:10248).
+HOLDER = "clusterdos-test-hold-kubelet-healthz"
+# kubeadm's wait for a healthy kubelet, shortened through the role's kubeadm configuration
+# as data (the default is 4 minutes); the port stays held, so the wait can only fail.
+SHORT_WAIT = {"timeouts": {"kubeletHealthCheck": "10s"}}
+JSON_OUT = {"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"}
+# Left by a kubeadm run on the host (kubeadm reset removes them).
+KUBEADM_STATE = ("/etc/kubernetes/kubelet.conf", "/etc/kubernetes/bootstrap-kubelet.conf", "/etc/kubernetes/admin.conf",
+                 "/etc/kubernetes/pki/ca.crt", "/etc/kubernetes/manifests/kube-apiserver.yaml",
+                 "/etc/kubernetes/manifests/etcd.yaml", "/var/lib/kubelet/config.yaml", "/var/lib/etcd/member")
+LEFT_CONTAINER = "clusterdos-test-left-behind"
 
 
 @pytest.fixture(scope="module")
@@ -35,17 +58,36 @@ def spare_inventory():
     return str(path)
 
 
+def _doc(stdout: str) -> dict:
+    """The ansible.posix.json callback's document."""
+    return json.loads(stdout[stdout.index("{"):])
+
+
 def _changed_tasks(stdout: str) -> dict[str, set[str]]:
-    """host -> names of tasks that changed, from the ansible.posix.json callback."""
-    doc = json.loads(stdout[stdout.index("{"):])
+    """host -> names of tasks that changed."""
     out: dict[str, set[str]] = {}
-    for play in doc["plays"]:
+    for play in _doc(stdout)["plays"]:
         for task in play["tasks"]:
             for host, res in task["hosts"].items():
                 if res.get("changed"):
                     # "role : task" in the callback's names; the task's own name is what counts.
                     out.setdefault(host, set()).add(task["task"]["name"].split(" : ", 1)[-1])
     return out
+
+
+def _results(stdout: str, name: str, host: str = SPARE) -> list[dict]:
+    """The results `host` got from the task called `name` (a task may run more than once)."""
+    return [task["hosts"][host] for play in _doc(stdout)["plays"] for task in play["tasks"]
+            if task["task"]["name"].split(" : ", 1)[-1] == name and host in task["hosts"]]
+
+
+def _no_kubeadm_state_left(host) -> None:
+    left = [path for path in KUBEADM_STATE if host.file(path).exists]
+    assert not left, f"left on {SPARE}: {left}"
+    assert not host.service("kubelet").is_running
+    # No container of the attempt still runs (kubeadm reset stops and removes the pods).
+    running = host.run("ctr --namespace k8s.io tasks list --quiet")
+    assert running.rc == 0 and running.stdout.strip() == "", running.stdout
 
 
 @pytest.fixture(scope="module")
@@ -61,25 +103,92 @@ def workload(kubectl):
 
 
 @pytest.fixture(scope="module")
-def added(kubectl, workload, spare_inventory):
+def healthz_held():
+    """Another process listens on the kubelet's health address on the spare host (kubeadm's
+    preflight does not look at that port): the kubelet starts but cannot serve its health
+    endpoint there, and kubeadm's wait for it answers 404 until it gives up."""
+    host = lab_host(SPARE)
+    res = host.run(f"systemd-run --unit {HOLDER} python3 -m http.server --bind 127.0.0.1 10248")
+    assert res.rc == 0, res.stderr
+    eventually(lambda: host.socket("tcp://127.0.0.1:10248").is_listening, timeout=30, interval=1)
+    yield host
+    host.run(f"systemctl stop {HOLDER}")
+
+
+@pytest.fixture(scope="module")
+def failed_join(kubectl, workload, spare_inventory, healthz_held):
+    """add_node.yml for the spare host: base and the runtime go in, the join fails."""
     res = run_playbook("playbooks/add_node.yml", "-i", spare_inventory, "-e", f"node={SPARE}",
-                       env_extra={"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"})
+                       "-e", json.dumps({"kubernetes_cluster_join_configuration": SHORT_WAIT}), env_extra=JSON_OUT)
+    assert res.returncode != 0, "the join did not fail: " + res.stdout[-3000:]
+    return res.stdout
+
+
+@pytest.fixture(scope="module")
+def failed_init(failed_join, healthz_held):
+    """kubeadm init on the spare host, the only member of the spare group as its control plane."""
+    res = run_playbook(SCENARIO / "failed_init.yml", "-e", "kubernetes_cluster_control_plane_group=spare",
+                       # The control planes' kubernetes Python client is not needed to fail.
+                       "-e", json.dumps({"kubernetes_cluster_api_client_packages": [],
+                                         "kubernetes_cluster_init_configuration": SHORT_WAIT}),
+                       env_extra=JSON_OUT)
+    assert res.returncode != 0, "the init did not fail: " + res.stdout[-3000:]
+    return res.stdout
+
+
+@pytest.fixture(scope="module")
+def added(kubectl, workload, spare_inventory, failed_join, failed_init, healthz_held):
+    """The port free again, the Kubernetes part of add_node.yml run on its own."""
+    assert healthz_held.run(f"systemctl stop {HOLDER}").rc == 0
+    res = run_playbook("playbooks/kubernetes_add_node.yml", "-i", spare_inventory, "-e", f"node={SPARE}",
+                       env_extra=JSON_OUT)
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
-    return _changed_tasks(res.stdout)
+    return res.stdout
+
+
+def test_a_failed_join_is_undone_and_reported(failed_join, healthz_held):
+    report = _results(failed_join, "Report the failed join")
+    assert report and report[0].get("failed"), "no failed-join report"
+    msg = report[0]["msg"]
+    assert msg.startswith(f"kubeadm join failed on {SPARE} (undone with kubeadm reset"), msg
+    # kubeadm's own reason, not its closing hint about stack traces; past preflight (files written, kubelet started).
+    assert "kubelet" in msg and "stack trace" not in msg and "phase preflight" not in msg, msg
+    undo = _results(failed_join, "Undo the failed join (kubeadm reset)")
+    assert undo and undo[0]["rc"] == 0, undo
+    # The attempt had got as far as a running, bootstrapped kubelet: undone.
+    _no_kubeadm_state_left(healthz_held)
+    # The join configuration holds the bootstrap token: not left on disk by a failure either.
+    assert not healthz_held.file("/etc/kubernetes/clusterdos/kubeadm-join.yaml").exists
+
+
+def test_a_failed_init_is_undone_and_reported(failed_init, healthz_held):
+    report = _results(failed_init, "Report the failed init")
+    assert report and report[0].get("failed"), "no failed-init report"
+    msg = report[0]["msg"]
+    assert msg.startswith(f"kubeadm init failed on {SPARE} (undone with kubeadm reset"), msg
+    assert "kubelet" in msg and "stack trace" not in msg and "phase preflight" not in msg, msg
+    undo = _results(failed_init, "Undo the failed init (kubeadm reset)")
+    assert undo and undo[0]["rc"] == 0, undo
+    # Certificates, kubeconfigs (admin.conf: a re-run would take it for a control plane),
+    # static pod manifests and etcd's data: all gone, nothing running.
+    _no_kubeadm_state_left(healthz_held)
 
 
 def test_add_node_joins_the_new_worker_ready(kubectl, added):
-    assert SPARE in added, "the new node did not change"
+    assert SPARE in _changed_tasks(added), "the new node did not change"
+    # The playbook run on its own finds the node's hardware itself.
+    discovery = _results(added, "Discover GPUs and RDMA devices unless this run already has them")
+    assert discovery and not discovery[0].get("skipped"), discovery
     node = kubectl.json("get", "node", SPARE)
     assert [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]["status"] == "True"
     assert node["metadata"]["labels"].get("clusterdos.io/pool") == "lab-workers"
-    # Its hardware labels, from the clusterdos_hw fact add_node.yml's GPU stage read.
+    # Its hardware labels, from the clusterdos_hw fact that discovery set.
     assert node["metadata"]["labels"].get("clusterdos.io/gpu.count") is not None
     assert node["metadata"]["labels"].get("clusterdos.io/rdma.ib") in ("true", "false")
 
 
 def test_add_node_touches_other_hosts_only_where_it_must(added):
-    for host, tasks in added.items():
+    for host, tasks in _changed_tasks(added).items():
         if host in (SPARE, "localhost"):
             continue
         assert tasks <= ALLOWED_ELSEWHERE, (host, tasks - ALLOWED_ELSEWHERE)
@@ -107,11 +216,19 @@ def test_the_new_node_runs_a_pod_reachable_from_another_node(kubectl, added):
 
 
 def test_remove_node_drains_deletes_and_resets(kubectl, added, spare_inventory):
-    res = run_playbook("playbooks/remove_node.yml", "-i", spare_inventory, "-e", f"node={SPARE}")
+    host = lab_host(SPARE)
+    # A container in containerd's Kubernetes namespace that no pod owns (made with ctr, as
+    # a debugging session would): kubeadm reset removes only the CRI's pods, so the role's
+    # reset has to remove it.
+    left = host.run(f"ctr --namespace k8s.io run --detach registry.k8s.io/pause:3.10.2 {LEFT_CONTAINER}")
+    assert left.rc == 0, left.stderr
+    res = run_playbook("playbooks/remove_node.yml", "-i", spare_inventory, "-e", f"node={SPARE}", env_extra=JSON_OUT)
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
     names = [n["metadata"]["name"] for n in kubectl.json("get", "nodes")["items"]]
     assert SPARE not in names
-    host = lab_host(SPARE)
+    removal = _results(res.stdout, "Remove the pod containers left behind (task, then container)")
+    assert removal and LEFT_CONTAINER in [r["item"] for r in removal[0]["results"]], removal
+    assert host.run("ctr --namespace k8s.io containers list --quiet").stdout.split() == []
     for path in ("/etc/kubernetes", "/var/lib/kubelet", "/etc/cni/net.d"):
         assert not host.file(path).exists, path
     assert not host.service("kubelet").is_running
