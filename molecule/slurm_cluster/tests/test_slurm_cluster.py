@@ -29,6 +29,8 @@ COMPUTE = sorted(n for n, g in GROUPS.items() if "slurm_compute" in g)
 CONTROLLER = next(n for n, g in GROUPS.items() if "slurm_controller" in g)
 LOGIN = next(n for n, g in GROUPS.items() if "slurm_login" in g)
 NEW_NODE = "slurm-c3"
+# Where the controller keeps the hardware each compute node reported (the slurm role's facts step).
+SAVED_HARDWARE = "/var/lib/clusterdos/slurm/nodes_hardware.yml"
 
 testinfra_hosts = [f"ansible://{LOGIN}"]
 
@@ -55,16 +57,25 @@ def lab_host(name: str):
     return testinfra.get_host(f"ansible://{name}", ansible_inventory=lab_inventory())
 
 
-def playbook(name: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    """ansible-playbook on the lab with the scenario's inventory (as molecule runs it)."""
+def playbook(name: str | Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """ansible-playbook on the lab with the scenario's inventory (as molecule runs it): a
+    playbook of the collection by name, or the path of another."""
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
+    path = name if isinstance(name, Path) else ROOT / "playbooks" / name
     return subprocess.run(["ansible-playbook", "-i", lab_inventory(), "-i", str(SCENARIO / "inventory"),
-                           str(ROOT / "playbooks" / name), *extra], env=env, capture_output=True, text=True, cwd=ROOT)
+                           str(path), *extra], env=env, capture_output=True, text=True, cwd=ROOT)
 
 
 def recap(out: str) -> dict[str, dict[str, int]]:
     rows = re.findall(r"^(\S+)\s+: (ok=.*)$", out, re.M)
     return {name: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)} for name, fields in rows}
+
+
+def task_output(out: str, task: str) -> str:
+    """What one task printed in an ansible-playbook run (from its TASK header to the next)."""
+    sections = [t for t in out.split("\nTASK [") if t.startswith(task + "]")]
+    assert len(sections) == 1, f"task {task!r} ran {len(sections)} times:\n{out[-4000:]}"
+    return sections[0]
 
 
 def wait_for(probe, what: str, tries: int = 60, delay: float = 2.0):
@@ -165,6 +176,31 @@ def test_mpi_job_across_two_nodes_completes_in_sacct(host):
     assert state == "COMPLETED|0:0"
 
 
+def test_the_dbd_entry_point_alone_installs_its_own_packages(host):
+    """The slurm role's `dbd` entry point applied alone (tests/slurmdbd_alone.yml, as a site's
+    own playbook may; no `install` entry point before it) installs what it needs itself: with
+    slurmdbd and the MySQL library of its database tasks removed, it puts both back, and
+    slurmdbd serves the same accounting database again."""
+    ctl = lab_host(CONTROLLER)
+    jobs = host.check_output("sacct --noheader --parsable2 --allocations --starttime 2020-01-01 --format JobID,State")
+    assert "COMPLETED" in jobs
+    removed = ("slurmdbd", "python3-pymysql")
+    ctl.run_expect([0], "DEBIAN_FRONTEND=noninteractive apt-get remove --yes " + " ".join(removed))
+    assert not any(ctl.package(p).is_installed for p in removed)
+    assert not ctl.service("slurmdbd").is_running
+    run = playbook(SCENARIO / "tests" / "slurmdbd_alone.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "Install every package of this host's Slurm daemons" not in run.stdout
+    for task in ("Install MariaDB", "Install Slurm packages"):
+        assert f"changed: [{CONTROLLER}]" in task_output(run.stdout, f"clusterdos.cluster.slurm : {task}"), run.stdout[-4000:]
+    assert all(ctl.package(p).is_installed for p in removed)
+    assert ctl.service("slurmdbd").is_running and ctl.service("slurmdbd").is_enabled
+    # The same database: the cluster's registration and the jobs run so far.
+    assert host.check_output("sacctmgr --noheader --parsable2 show cluster format=cluster") == "lab"
+    after = host.check_output("sacct --noheader --parsable2 --allocations --starttime 2020-01-01 --format JobID,State")
+    assert set(jobs.splitlines()) <= set(after.splitlines())
+
+
 def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
     """slurm.yml with one compute host stopped (podman stop): the host is left out, the other
     compute node still gets its slurmd (stopped beforehand, so the run must start it) and the
@@ -221,10 +257,16 @@ def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
 def test_add_compute_node_while_a_job_runs(host):
     """base.yml on a new host, then slurm_add_node.yml adds it as a third node: the running
     job and the other slurmd live on, every Slurm host resolves the new one, and only the
-    new host is probed for hardware."""
+    new host is probed for hardware, with one exception: a compute node missing from the
+    hardware saved on the controller (removed here) is probed in full and saved again as
+    it was."""
     job = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --nodes=1 --job-name=long --wrap 'sleep 900'")
     wait_for(lambda: host.check_output(f"squeue --noheader --jobs {job} --format %T") == "RUNNING", f"job {job} to run")
     pids = {n: lab_host(n).check_output("systemctl show --property MainPID --value slurmd") for n in COMPUTE}
+    ctl, unsaved = lab_host(CONTROLLER), COMPUTE[1]
+    saved = yaml.safe_load(ctl.file(SAVED_HARDWARE).content_string)
+    assert sorted(saved) == COMPUTE
+    ctl.run_expect([0], f"sed -i '/^{unsaved}: /d' {SAVED_HARDWARE}")
     try:
         hosts = [f"--host={n}={','.join(g)}" for n, g in GROUPS.items()] + [f"--host={NEW_NODE}=slurm_compute"]
         subprocess.run([LAB_CLI, "up", "--name", LAB, *hosts], check=True, capture_output=True, text=True)
@@ -235,9 +277,15 @@ def test_add_compute_node_while_a_job_runs(host):
             assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
         for name in GROUPS:
             assert re.search(rf"^\S+\s+{NEW_NODE}$", lab_host(name).file("/etc/hosts").content_string, re.M), name
-        # The hosts already running Slurm are not probed for hardware: only the new one is.
-        probes = [t for t in run.stdout.split("\nTASK [") if t.startswith("Discover GPUs and RDMA devices")]
-        assert len(probes) == 1 and re.search(rf"^included: .* for {NEW_NODE}$", probes[0], re.M), run.stdout[-4000:]
+        # The hosts already running Slurm are not probed for hardware: only the new one is,
+        # and the one whose saved hardware was removed (in full, and for GPUs and RDMA).
+        probe = "clusterdos.cluster.slurm : Probe a compute node in full when no saved hardware stands in for it"
+        assert re.findall(r"^ok: \[(\S+)\]", task_output(run.stdout, probe), re.M) == [unsaved], run.stdout[-4000:]
+        discovery = task_output(run.stdout, "Discover GPUs and RDMA devices unless this run already has them")
+        included = re.search(r"^included: .* for (.+)$", discovery, re.M)
+        assert included and sorted(included.group(1).split(", ")) == sorted([unsaved, NEW_NODE]), run.stdout[-4000:]
+        now = yaml.safe_load(ctl.file(SAVED_HARDWARE).content_string)
+        assert sorted(now) == sorted(COMPUTE + [NEW_NODE]) and {n: now[n] for n in COMPUTE} == saved, now
 
         assert host.check_output(f"squeue --noheader --jobs {job} --format '%T %N'") == f"RUNNING {COMPUTE[0]}"
         for name, pid in pids.items():
