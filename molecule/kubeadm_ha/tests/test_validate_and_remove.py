@@ -5,6 +5,8 @@ test_ha.py, file order; every member is back by then).
   says every member is Ready, the API server and etcd are healthy, CoreDNS answers from a
   pod (the busybox image comes from the site mirror's archives), and lists the add-on
   stage's release with its action and time.
+- playbooks/addons.yml with a kubeconfig the add-on host lacks stops at the role's API check,
+  saying what the host lacks; no release changes.
 - playbooks/addons.yml with ``addons_absent: [local_path]`` uninstalls the release it
   installed (the removal path, for real: release and storage class gone).
 - With that add-on missing and one member's kubelet stopped, playbooks/validate.yml (strict)
@@ -124,6 +126,25 @@ def test_converge_validated_the_real_cluster_and_listed_the_release():
     for member in MEMBERS:
         assert f'<g class="node passed" data-node="{member}">' in html, member
     assert 'data-release="local-path-storage/local-path"' in html
+
+
+def test_an_addon_host_that_cannot_read_the_api_is_refused_before_any_release():
+    """addons.yml with a kubeconfig the add-on host does not have: the role's API check stops
+    the play and says what the host lacks and the ways out; no release changes."""
+    def revisions():
+        out = host(MEMBERS[0]).run("helm list -A -o json --kubeconfig /etc/kubernetes/admin.conf")
+        assert out.rc == 0, out.stderr
+        return {r["name"]: r["revision"] for r in json.loads(out.stdout)}
+
+    before = revisions()
+    missing = "/etc/kubernetes/no-such-admin.conf"
+    run = run_playbook("addons.yml", {"addons_kubeconfig": missing})
+    assert run.returncode != 0, tail(run)
+    out = run.stdout + run.stderr
+    assert f"{MEMBERS[0]} cannot read the Kubernetes API with addons_kubeconfig={missing}" in out, tail(run)
+    assert "or run the add-ons from the controller" in out, tail(run)
+    assert "Say what the add-on host lacks" in out, tail(run)
+    assert revisions() == before
 
 
 def test_addons_absent_uninstalls_the_release():
