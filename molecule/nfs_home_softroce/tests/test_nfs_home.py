@@ -126,3 +126,11 @@ def test_scratch_is_shared_and_sticky(server, clients):
         assert server.file(f"/srv{name}").exists
     finally:
         server.run(f"rm -f /srv{name}")
+
+
+def test_nfsd_runs_the_configured_threads(server):
+    """nfs_server_threads (12 in this scenario, 8 is the default) is in the server's
+    nfs.conf drop-in, and the running nfsd has that many threads: the role restarted it."""
+    conf = server.file("/etc/nfs.conf.d/clusterdos-threads.conf").content_string
+    assert "threads = 12" in conf or "threads=12" in conf, conf
+    assert server.check_output("cat /proc/fs/nfsd/threads").strip() == "12"

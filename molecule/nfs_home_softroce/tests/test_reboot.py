@@ -1,6 +1,7 @@
 """Reboot the client VM for real (this file runs last: the other tests used the live
 state); what the roles set up comes back at boot with no help: the NFS mounts from
-/etc/fstab, and rxe0 with its RoCE defaults from the rdma role's units.
+/etc/fstab, and rxe0 with its RoCE defaults from the rdma role's units; swap stays off
+(base commented out the swap file's fstab line and masked swap.target).
 """
 
 from __future__ import annotations
@@ -36,3 +37,5 @@ def test_mounts_and_soft_roce_come_back_after_a_real_reboot():
     assert "PORT_ACTIVE" in devinfo, devinfo
     mode = rebooted.file("/sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_mode")
     assert mode.content_string.strip() == "RoCE v2"
+    # base turned swap off for good: the swap file prepare.yml listed in fstab stays off.
+    assert rebooted.file("/proc/swaps").content_string.splitlines()[1:] == []
