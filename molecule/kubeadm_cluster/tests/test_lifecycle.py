@@ -146,15 +146,21 @@ def added(kubectl, workload, spare_inventory, failed_join, failed_init, healthz_
     return res.stdout
 
 
-def test_a_failed_join_is_undone_and_reported(failed_join, healthz_held):
-    report = _results(failed_join, "Report the failed join")
-    assert report and report[0].get("failed"), "no failed-join report"
+def _failure_reported_and_undone(output, step):
+    """The role's rescue for a failed `kubeadm STEP` (join or init) ran: kubeadm reset undid it
+    (rc 0) and the report gives kubeadm's own reason, not its closing hint about stack traces,
+    from past preflight (files written, kubelet started)."""
+    report = _results(output, f"Report the failed {step}")
+    assert report and report[0].get("failed"), f"no failed-{step} report"
     msg = report[0]["msg"]
-    assert msg.startswith(f"kubeadm join failed on {SPARE} (undone with kubeadm reset"), msg
-    # kubeadm's own reason, not its closing hint about stack traces; past preflight (files written, kubelet started).
+    assert msg.startswith(f"kubeadm {step} failed on {SPARE} (undone with kubeadm reset"), msg
     assert "kubelet" in msg and "stack trace" not in msg and "phase preflight" not in msg, msg
-    undo = _results(failed_join, "Undo the failed join (kubeadm reset)")
+    undo = _results(output, f"Undo the failed {step} (kubeadm reset)")
     assert undo and undo[0]["rc"] == 0, undo
+
+
+def test_a_failed_join_is_undone_and_reported(failed_join, healthz_held):
+    _failure_reported_and_undone(failed_join, "join")
     # The attempt had got as far as a running, bootstrapped kubelet: undone.
     _no_kubeadm_state_left(healthz_held)
     # The join configuration holds the bootstrap token: not left on disk by a failure either.
@@ -162,13 +168,7 @@ def test_a_failed_join_is_undone_and_reported(failed_join, healthz_held):
 
 
 def test_a_failed_init_is_undone_and_reported(failed_init, healthz_held):
-    report = _results(failed_init, "Report the failed init")
-    assert report and report[0].get("failed"), "no failed-init report"
-    msg = report[0]["msg"]
-    assert msg.startswith(f"kubeadm init failed on {SPARE} (undone with kubeadm reset"), msg
-    assert "kubelet" in msg and "stack trace" not in msg and "phase preflight" not in msg, msg
-    undo = _results(failed_init, "Undo the failed init (kubeadm reset)")
-    assert undo and undo[0]["rc"] == 0, undo
+    _failure_reported_and_undone(failed_init, "init")
     # Certificates, kubeconfigs (admin.conf: a re-run would take it for a control plane),
     # static pod manifests and etcd's data: all gone, nothing running.
     _no_kubeadm_state_left(healthz_held)
