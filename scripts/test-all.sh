@@ -3,14 +3,16 @@
 # scenario on real lab hosts. Runs them all, prints a line per stage with its time, and
 # fails if any failed. `make test` and CI (.ci/run) call this.
 #   SCENARIOS="base slurm_cluster" scripts/test-all.sh   only these scenarios
+#   TEST_ALL_LANES=0 SCENARIOS=... scripts/test-all.sh    the scenarios alone, no stage before
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 export PATH="$here/.venv/bin:$here/bin:$PATH" ANSIBLE_CONFIG="$here/ansible.cfg"
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1
 
-# Scenarios in order of what they protect most; QEMU ones (slowest) last. Scenarios not
-# listed here run after these, alphabetically.
+# Scenarios in order of what they protect most: the order their output and results are
+# printed in, and the order among scenarios expected to take equally long (they start
+# longest first, below). Scenarios not listed here come after these, alphabetically.
 ORDER="base kubeadm_cluster kubeadm_ha slurm_cluster containerd kubernetes_hosts sandboxes gpu_repos validate_slurm clusterd nfs_home_softroce"
 all_scenarios="$(for f in molecule/*/molecule.yml; do basename "$(dirname "$f")"; done | grep -v '^_' | sort)"
 ordered="$(for s in $ORDER; do grep -qx "$s" <<<"$all_scenarios" && echo "$s"; done;
@@ -28,6 +30,7 @@ cap="${TEST_ALL_CAP_S:-4500}"
 default_expected="${TEST_ALL_DEFAULT_EXPECTED_S:-600}"
 default_limit="${TEST_ALL_SCENARIO_LIMIT_S:-1200}"
 require_all="${TEST_ALL_REQUIRE_ALL:-0}"
+scenario_lanes="${TEST_ALL_SCENARIO_LANES:-2}"
 start_epoch="${TEST_ALL_START:-$(date +%s)}"
 times_file="$here/.ci/scenario_times"
 results=()
@@ -44,20 +47,6 @@ expected_s() {
 }
 elapsed_s() { echo $(( $(date +%s) - start_epoch )); }
 
-# A stage's output is also kept in reports/stages/<name>.log, so that the end of the run
-# can repeat why a stage failed (CI shows only the tail of the output).
-stage() {
-  local name="$1"; shift
-  local start=$SECONDS
-  echo "=== $name: $*"
-  if "$@" 2>&1 | tee "$stage_dir/${name//:/-}.log"; then
-    results+=("PASS $name ($((SECONDS - start))s)"); passed=$((passed + 1))
-  else
-    results+=("FAIL $name ($((SECONDS - start))s)"); failed=$((failed + 1))
-  fi
-  measured+=("$(printf '%-22s %-8s measured %s' "${name#molecule:}" "$((SECONDS - start))" "$(date -u +%F)")")
-}
-
 # Before the scenarios, two lanes of stages run side by side: each lane is one process at
 # a time, mostly one core (lint, ansible-playbook runs, pytest), so two lanes use the two
 # cores CI has. Lane A: the static checks, the playbook harness tests, the AWX stand-in
@@ -66,9 +55,10 @@ stage() {
 # lanes' expected times in .ci/scenario_times; `unit` takes every directory of tests/unit
 # except awx and kube_nodes, so a new one is never left out).
 # A stage's output goes to reports/stages/NAME.log and is printed, whole, in the order
-# below once both lanes are done. TEST_ALL_LANES=1 runs them one after another.
+# below once both lanes are done. TEST_ALL_LANES=1 runs them one after another, 0 not at all.
 lane_a=(yamllint ansible-lint changelog argument-specs role-docs sanity unit-playbooks unit-awx unit-kube-nodes bad-inventories lab)
 lane_b=(unit apiserver)
+[ "${TEST_ALL_LANES:-2}" != 0 ] || { lane_a=(); lane_b=(); }
 stage_cmd() {
   case "$1" in
     yamllint) yamllint . ;;
@@ -103,12 +93,14 @@ plan_a=0; plan_b=0; plan_s=0
 for n in "${lane_a[@]}"; do plan_a=$((plan_a + $(expected_s "$n"))); done
 for n in "${lane_b[@]}"; do plan_b=$((plan_b + $(expected_s "$n"))); done
 for n in $scenarios; do plan_s=$((plan_s + $(expected_s "$n"))); done
-planned=$(( (plan_a > plan_b ? plan_a : plan_b) + plan_s ))
-echo "=== plan: about ${planned}s expected (.ci/scenario_times; lanes ${plan_a}s and ${plan_b}s side by side, scenarios ${plan_s}s) against a cap of ${cap}s; $(elapsed_s)s spent before the tests"
+planned=$(( (plan_a > plan_b ? plan_a : plan_b) + (plan_s + scenario_lanes - 1) / scenario_lanes ))
+echo "=== plan: about ${planned}s expected (.ci/scenario_times; lanes ${plan_a}s and ${plan_b}s side by side, scenarios ${plan_s}s in ${scenario_lanes} lanes) against a cap of ${cap}s; $(elapsed_s)s spent before the tests"
 
 lanes_t0=$SECONDS
 echo "=== lanes: A (${lane_a[*]}) and B (${lane_b[*]}); logs in reports/stages/"
-if [ "${TEST_ALL_LANES:-2}" = 1 ]; then
+if [ "${TEST_ALL_LANES:-2}" = 0 ]; then
+  :
+elif [ "${TEST_ALL_LANES:-2}" = 1 ]; then
   run_lane "${lane_a[@]}" "${lane_b[@]}"
 else
   run_lane "${lane_a[@]}" & pid_a=$!
@@ -126,50 +118,80 @@ done
 echo "=== lanes done in $((SECONDS - lanes_t0))s"
 measured+=("$(printf '# %-20s %-8s (both lanes, wall time)' lanes "$((SECONDS - lanes_t0))")")
 
-for s in $scenarios; do
+# The scenarios run in TEST_ALL_SCENARIO_LANES lanes side by side (2, CI's two cores: a
+# scenario keeps about one core busy, benchmarks/stage_cpu.py). Each lane takes the next
+# scenario from one queue when its last one ends. The queue holds the longest expected
+# first (ties in ORDER's order), so that no long scenario is left to run alone at the end.
+# A scenario starts only when its expected time fits what is left of the cap; otherwise
+# it is NOT RUN at once. Its time limit is molecule/<scenario>/TIME_LIMIT_S when present,
+# else the default, and never more than what is left of the cap. Its output goes to
+# reports/stages/molecule-<scenario>.log and is printed whole, in ORDER's order, once all
+# have ended.
+queue="$stage_dir/scenario-queue"
+for s in $scenarios; do printf '%s %s\n' "$(expected_s "$s")" "$s"; done | sort -s -k1,1nr | awk '{print $2}' > "$queue"
+next_scenario() {
+  ( flock 8; s="$(head -n1 "$queue")"; [ -z "$s" ] || sed -i 1d "$queue"; echo "$s" ) 8>"$queue.lock"
+}
+# scenario_result NAME KIND TEXT: KIND is pass, fail, notrun or xfail.
+scenario_result() { echo "$2" > "$stage_dir/molecule-$1.kind"; echo "$3" > "$stage_dir/molecule-$1.result"; }
+run_scenario() {
+  local s="$1" lane="$2" expected left limit capped=0 t0 rc took log="$stage_dir/molecule-$1.log"
   expected="$(expected_s "$s")"
   left=$(( cap - $(elapsed_s) ))
   if [ "$expected" -gt "$left" ]; then
-    results+=("NOT RUN molecule:$s (expected ${expected}s, ${left}s left of the ${cap}s cap)"); notrun=$((notrun + 1))
-    continue
+    scenario_result "$s" notrun "NOT RUN molecule:$s (expected ${expected}s, ${left}s left of the ${cap}s cap)"
+    echo "=== molecule:$s NOT RUN (expected ${expected}s, ${left}s left of the cap)"
+    return
   fi
-  scenario_limit="$default_limit"
-  if [ -f "molecule/$s/TIME_LIMIT_S" ]; then scenario_limit="$(head -n1 "molecule/$s/TIME_LIMIT_S")"; fi
-  capped=0
-  [ "$scenario_limit" -le "$left" ] || { scenario_limit="$left"; capped=1; }
-  # A scenario with an EXPERIMENTAL file (its first line says why) has not yet passed
-  # end to end on this machine: it runs, and a failure is reported as XFAIL, not hidden.
+  limit="$default_limit"
+  if [ -f "molecule/$s/TIME_LIMIT_S" ]; then limit="$(head -n1 "molecule/$s/TIME_LIMIT_S")"; fi
+  [ "$limit" -le "$left" ] || { limit="$left"; capped=1; }
+  echo "=== molecule:$s started in lane $lane at $(elapsed_s)s (expected ${expected}s, limit ${limit}s)"
+  t0=$SECONDS
+  timeout --kill-after=30 "$limit" molecule test -s "$s" > "$log" 2>&1; rc=$?
+  took=$((SECONDS - t0))
+  echo "$(printf '%-22s %-8s measured %s' "$s" "$took" "$(date -u +%F)")" > "$stage_dir/molecule-$s.measured"
   if [ -f "molecule/$s/EXPERIMENTAL" ]; then
-    t0=$SECONDS
-    echo "=== molecule:$s (experimental: $(head -n1 "molecule/$s/EXPERIMENTAL"))"
-    if timeout --kill-after=30 "$scenario_limit" molecule test -s "$s"; then
-      results+=("PASS molecule:$s ($((SECONDS - t0))s, experimental: remove molecule/$s/EXPERIMENTAL)"); passed=$((passed + 1))
-    else
-      results+=("XFAIL molecule:$s ($((SECONDS - t0))s): $(head -n1 "molecule/$s/EXPERIMENTAL")"); xfailed=$((xfailed + 1))
-    fi
-    measured+=("$(printf '%-22s %-8s measured %s (experimental)' "$s" "$((SECONDS - t0))" "$(date -u +%F)")")
-    continue
-  fi
-  if [ "$capped" = 1 ]; then
-    # Its own limit was cut to what is left of the cap: a run stopped by the cap (exit
-    # 124/137 from timeout) did not finish for lack of time, like a NOT RUN scenario; any
-    # other failure is a failure.
-    t0=$SECONDS
-    echo "=== molecule:$s (limited to the ${scenario_limit}s left of the cap)"
-    timeout --kill-after=30 "$scenario_limit" molecule test -s "$s" 2>&1 | tee "$stage_dir/molecule-$s.log"; rc=${PIPESTATUS[0]}
+    # Not yet passed end to end on this machine (its first line says why): a failure is
+    # reported as XFAIL, not hidden.
     if [ "$rc" -eq 0 ]; then
-      results+=("PASS molecule:$s ($((SECONDS - t0))s)"); passed=$((passed + 1))
-    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-      molecule destroy -s "$s" >/dev/null 2>&1 || true
-      results+=("NOT RUN molecule:$s (stopped by the ${cap}s cap after $((SECONDS - t0))s)"); notrun=$((notrun + 1))
+      scenario_result "$s" pass "PASS molecule:$s (${took}s, experimental: remove molecule/$s/EXPERIMENTAL)"
     else
-      results+=("FAIL molecule:$s ($((SECONDS - t0))s)"); failed=$((failed + 1))
+      scenario_result "$s" xfail "XFAIL molecule:$s (${took}s): $(head -n1 "molecule/$s/EXPERIMENTAL")"
     fi
-    measured+=("$(printf '%-22s %-8s measured %s (capped)' "$s" "$((SECONDS - t0))" "$(date -u +%F)")")
-    continue
+  elif [ "$rc" -eq 0 ]; then
+    scenario_result "$s" pass "PASS molecule:$s (${took}s)"
+  elif [ "$capped" = 1 ] && { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; }; then
+    # Its limit was cut to what was left of the cap: stopped by the cap, it did not
+    # finish for lack of time, like a NOT RUN scenario; any other failure is a failure.
+    molecule destroy -s "$s" >/dev/null 2>&1 || true
+    scenario_result "$s" notrun "NOT RUN molecule:$s (stopped by the ${cap}s cap after ${took}s)"
+  else
+    scenario_result "$s" fail "FAIL molecule:$s (${took}s)"
   fi
-  stage "molecule:$s" timeout --kill-after=30 "$scenario_limit" molecule test -s "$s"
+  echo "=== molecule:$s ended in lane $lane: $(cat "$stage_dir/molecule-$s.result")"
+}
+scenario_lane() {
+  local s
+  while s="$(next_scenario)" && [ -n "$s" ]; do run_scenario "$s" "$1"; done
+}
+scenarios_t0=$SECONDS
+echo "=== scenarios in $scenario_lanes lane(s), longest expected first: $(tr '\n' ' ' < "$queue")"
+pids=()
+for lane in $(seq 1 "$scenario_lanes"); do scenario_lane "$lane" & pids+=($!); done
+[ "${#pids[@]}" -eq 0 ] || wait "${pids[@]}"
+for s in $scenarios; do
+  [ -f "$stage_dir/molecule-$s.kind" ] || scenario_result "$s" fail "FAIL molecule:$s (no result: its lane ended early)"
+  if [ -f "$stage_dir/molecule-$s.log" ]; then echo "=== molecule:$s"; cat "$stage_dir/molecule-$s.log"; fi
+  results+=("$(cat "$stage_dir/molecule-$s.result")")
+  case "$(cat "$stage_dir/molecule-$s.kind")" in
+    pass) passed=$((passed + 1)) ;; fail) failed=$((failed + 1)) ;;
+    notrun) notrun=$((notrun + 1)) ;; xfail) xfailed=$((xfailed + 1)) ;;
+  esac
+  [ ! -f "$stage_dir/molecule-$s.measured" ] || measured+=("$(cat "$stage_dir/molecule-$s.measured")")
 done
+echo "=== scenarios done in $((SECONDS - scenarios_t0))s"
+measured+=("$(printf '# %-20s %-8s (%s lane(s), wall time)' scenarios "$((SECONDS - scenarios_t0))" "$scenario_lanes")")
 
 # Task coverage of this run (docs/testing.md): the figure is printed, never gates the run;
 # `make coverage` is the strict gate.
