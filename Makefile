@@ -53,10 +53,14 @@ site: lab-up
 lab-down:
 	clusterdos-lab down --name $(LAB)
 
+# Each converge benchmark with Ansible's stock executor, and the Slurm ones also with
+# Mitogen's (the molecule scenarios' executor; docs/testing.md).
 bench: setup
 	python3 benchmarks/lab_and_base.py
 	python3 benchmarks/slurm.py
+	python3 benchmarks/slurm.py --executor mitogen
 	python3 benchmarks/slurm_add_node.py
+	python3 benchmarks/slurm_add_node.py --executor mitogen
 	python3 benchmarks/kubeadm_cluster.py
 
 # Per role and playbook: tasks run for real / total, the tasks never run, an HTML page

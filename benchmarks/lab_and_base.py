@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: lab up (cold and cached) and the base role's first and no-op converge.
 
-    python3 benchmarks/lab_and_base.py [--hosts 3 [10 50 ...]] [--skip-cold]
+    python3 benchmarks/lab_and_base.py [--hosts 3 [10 50 ...]] [--skip-cold] [--executor stock|mitogen]
 
 Cold: a fresh image cache in a temporary directory (debootstrap, podman import) — the
 machine's own cache and the labs using it are not touched (first size only). Cached: the
@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from slurm_lab import executor_env
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = str(ROOT / "bin" / "clusterdos-lab")
@@ -56,13 +58,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hosts", type=int, nargs="+", default=[3], help="lab sizes, measured one after the other")
     ap.add_argument("--skip-cold", action="store_true", help="only the cached lab up")
+    ap.add_argument("--executor", choices=("stock", "mitogen"), default="stock",
+                    help="Ansible's stock linear strategy or Mitogen's (default: %(default)s; docs/testing.md)")
     args = ap.parse_args()
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-               PATH=f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}")
+               PATH=f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", **executor_env(args.executor))
     cache = tempfile.mkdtemp(prefix="clusterdos-bench-cache.")
     if not args.skip_cold:
         env["CLUSTERDOS_LAB_CACHE"] = cache
-    figures: list[tuple[str, str]] = []
+    figures: list[tuple[str, str]] = [("executor", args.executor)]
     try:
         for index, hosts in enumerate(args.hosts):
             up = [CLI, "up", "--name", NAME, "--hosts", str(hosts)]

@@ -11,7 +11,7 @@ own lab (bench-slurm) and removes it afterwards (--keep leaves it up). What addi
 costs: benchmarks/slurm_add_node.py. Run from the repository root with the dev
 environment on PATH:
 
-    python3 benchmarks/slurm.py [--name bench-slurm] [--keep] [--no-profile]
+    python3 benchmarks/slurm.py [--name bench-slurm] [--keep] [--no-profile] [--executor stock|mitogen]
 """
 
 from __future__ import annotations
@@ -33,13 +33,16 @@ def main() -> int:
     ap.add_argument("--name", default="bench-slurm", help="lab name (default: %(default)s)")
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
     ap.add_argument("--no-profile", action="store_true", help="no profile_tasks on the first converge")
+    ap.add_argument("--executor", choices=("stock", "mitogen"), default="stock",
+                    help="Ansible's stock linear strategy or Mitogen's (default: %(default)s; docs/testing.md)")
     args = ap.parse_args()
     loads = [load()]
-    with SlurmLab(args.name, keep=args.keep) as lab:
+    with SlurmLab(args.name, keep=args.keep, executor=args.executor) as lab:
         first = lab.playbook(SCENARIO / "converge.yml", profile=not args.no_profile)
         loads.append(load())
         noop = lab.playbook(SCENARIO / "converge.yml")
         loads.append(load())
+    print(f"executor: {args.executor}")
     print(f"hosts: {len(lab.names)} ({', '.join(lab.names)})")
     print(describe("first converge", first, lab.names))
     print(describe("no-op converge", noop, lab.names)

@@ -42,13 +42,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--name", default="bench-slurm-add", help="lab name (default: %(default)s)")
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
+    ap.add_argument("--executor", choices=("stock", "mitogen"), default="stock",
+                    help="Ansible's stock linear strategy or Mitogen's (default: %(default)s; docs/testing.md)")
     ap.add_argument("--base-on-all", action="store_true",
                     help="run base.yml on every host before the add (the path before slurm_add_node.yml updated "
                          "the other hosts' /etc/hosts itself), not on the new node alone")
     args = ap.parse_args()
     lines: list[str] = []
     loads = [load()]
-    with SlurmLab(args.name, keep=args.keep) as lab:
+    with SlurmLab(args.name, keep=args.keep, executor=args.executor) as lab:
         names = list(lab.names)
         first = lab.playbook(SCENARIO / "converge.yml")
         share = first["seconds"] / len(names)
@@ -69,6 +71,7 @@ def main() -> int:
         noop = lab.playbook(ROOT / "playbooks" / "slurm_add_node.yml")
         lines += describe("no-op add node", noop, names + [NEW_NODE], NEW_NODE)
         loads.append(load())
+    print(f"executor: {args.executor}")
     print(f"hosts: {', '.join(names)} + {NEW_NODE} (new)")
     print("\n".join(lines))
     print("\n".join(slowest("slurm_add_node.yml", add)))

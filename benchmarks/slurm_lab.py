@@ -31,6 +31,18 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     return proc
 
 
+def executor_env(executor: str) -> dict[str, str]:
+    """Environment for ansible-playbook with EXECUTOR: "stock" (Ansible's linear strategy, what
+    ansible.cfg gives) or "mitogen" (mitogen_linear from the pinned Mitogen that `make setup`
+    links to .cache/mitogen-strategy; what the molecule scenarios use, docs/testing.md)."""
+    if executor == "stock":
+        return {"ANSIBLE_STRATEGY": "linear"}
+    plugins = ROOT / ".cache" / "mitogen-strategy"
+    if not plugins.is_dir():
+        sys.exit(f"no {plugins}: run `make setup` (it links Mitogen's strategy plugins there)")
+    return {"ANSIBLE_STRATEGY": "mitogen_linear", "ANSIBLE_STRATEGY_PLUGINS": str(plugins)}
+
+
 def load() -> str:
     """The load average (1/5/15 min): figures compare only at similar load."""
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
@@ -42,14 +54,15 @@ class SlurmLab:
     Use as a context manager: the lab is removed on exit unless keep is set.
     """
 
-    def __init__(self, name: str, keep: bool = False):
+    def __init__(self, name: str, keep: bool = False, executor: str = "stock"):
         self.name = name
         self.keep = keep
         self.platforms = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["platforms"]
         self.names = [p["name"] for p in self.platforms]
         self.extra: list[str] = []
         self.inventory = ""
-        self.env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
+        self.env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+                        **executor_env(executor))
 
     def __enter__(self) -> "SlurmLab":
         self.down()
