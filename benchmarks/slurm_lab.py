@@ -33,13 +33,11 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 def executor_env(executor: str) -> dict[str, str]:
     """Environment for ansible-playbook with EXECUTOR: "stock" (Ansible's linear strategy, what
-    ansible.cfg gives) or "mitogen" (mitogen_linear from the pinned Mitogen that `make setup`
-    links to .cache/mitogen-strategy; what the molecule scenarios use, docs/testing.md)."""
+    ansible.cfg gives) or "mitogen" (the pinned Mitogen's linear strategy without CPU pinning,
+    molecule/_shared/strategy: what the molecule scenarios use, docs/testing.md)."""
     if executor == "stock":
         return {"ANSIBLE_STRATEGY": "linear"}
-    plugins = ROOT / ".cache" / "mitogen-strategy"
-    if not plugins.is_dir():
-        sys.exit(f"no {plugins}: run `make setup` (it links Mitogen's strategy plugins there)")
+    plugins = ROOT / "molecule" / "_shared" / "strategy"
     return {"ANSIBLE_STRATEGY": "mitogen_linear", "ANSIBLE_STRATEGY_PLUGINS": str(plugins)}
 
 

@@ -82,7 +82,4 @@ scripts/install-helm.sh
 link=.cache/collections/ansible_collections/clusterdos/cluster
 mkdir -p "$(dirname "$link")"
 [ -L "$link" ] || ln -sfn "$here" "$link"
-# Mitogen's strategy plugins at a fixed path (ansible.cfg and the molecule base config
-# name it; its place in the venv depends on the Python version).
-ln -sfn "$(.venv/bin/python -c 'import ansible_mitogen, os; print(os.path.dirname(ansible_mitogen.__file__))')/plugins/strategy" .cache/mitogen-strategy
-echo "setup: ready (.venv, $link, .cache/mitogen-strategy)"
+echo "setup: ready (.venv, $link)"
