@@ -129,8 +129,22 @@ measured+=("$(printf '# %-20s %-8s (both lanes, wall time)' lanes "$((SECONDS - 
 # have ended.
 queue="$stage_dir/scenario-queue"
 for s in $scenarios; do printf '%s %s\n' "$(expected_s "$s")" "$s"; done | sort -s -k1,1nr | awk '{print $2}' > "$queue"
+# A scenario with a file molecule/<scenario>/LANE_GROUP (its first line names the group,
+# the rest says why) never runs beside another scenario of the same group: a lane skips
+# it in the queue while one of its group runs, and waits when only such ones are left.
+scenario_group() { [ ! -f "molecule/$1/LANE_GROUP" ] || head -n1 "molecule/$1/LANE_GROUP"; }
 next_scenario() {
-  ( flock 8; s="$(head -n1 "$queue")"; [ -z "$s" ] || sed -i 1d "$queue"; echo "$s" ) 8>"$queue.lock"
+  ( flock 8
+    while read -r s; do
+      [ -n "$s" ] || continue
+      g="$(scenario_group "$s")"
+      if [ -n "$g" ] && [ -e "$stage_dir/group-$g.running" ]; then continue; fi
+      grep -vx -- "$s" "$queue" > "$queue.new"; mv "$queue.new" "$queue"
+      [ -z "$g" ] || echo "$s" > "$stage_dir/group-$g.running"
+      echo "$s"; exit 0
+    done < "$queue"
+    if [ -s "$queue" ]; then echo WAIT; fi
+  ) 8>"$queue.lock"
 }
 # scenario_result NAME KIND TEXT: KIND is pass, fail, notrun or xfail.
 scenario_result() { echo "$2" > "$stage_dir/molecule-$1.kind"; echo "$3" > "$stage_dir/molecule-$1.result"; }
@@ -172,8 +186,13 @@ run_scenario() {
   echo "=== molecule:$s ended in lane $lane: $(cat "$stage_dir/molecule-$s.result")"
 }
 scenario_lane() {
-  local s
-  while s="$(next_scenario)" && [ -n "$s" ]; do run_scenario "$s" "$1"; done
+  local s g
+  while s="$(next_scenario)" && [ -n "$s" ]; do
+    if [ "$s" = WAIT ]; then sleep 5; continue; fi
+    run_scenario "$s" "$1"
+    g="$(scenario_group "$s")"
+    [ -z "$g" ] || rm -f "$stage_dir/group-$g.running"
+  done
 }
 scenarios_t0=$SECONDS
 echo "=== scenarios in $scenario_lanes lane(s), longest expected first: $(tr '\n' ' ' < "$queue")"
