@@ -30,7 +30,34 @@ cap="${TEST_ALL_CAP_S:-4500}"
 default_expected="${TEST_ALL_DEFAULT_EXPECTED_S:-600}"
 default_limit="${TEST_ALL_SCENARIO_LIMIT_S:-1200}"
 require_all="${TEST_ALL_REQUIRE_ALL:-0}"
-scenario_lanes="${TEST_ALL_SCENARIO_LANES:-2}"
+# Two lanes side by side only where the machine gets about twice the work done with two
+# CPU-bound processes: CI's "2 cores" have not always done that (its stages all took
+# about 2.3 times as long once they ran in two lanes: measured 2026-12-01, the lanes'
+# wall time went from 1149 s one after another to 1555 s side by side). The probe runs
+# the same Python loop alone and then twice side by side, best of two each (a few
+# seconds); two lanes when the pair does at least 1.5 times the work of one.
+# TEST_ALL_LANES and TEST_ALL_SCENARIO_LANES override what it finds.
+parallel_speedup="$(python3 - <<'PY'
+import multiprocessing, time
+def work(_):
+    total = 0
+    for i in range(6_000_000):
+        total += i * i
+    return total
+def timed(n):
+    with multiprocessing.Pool(n) as pool:
+        start = time.perf_counter()
+        pool.map(work, range(n))
+        return time.perf_counter() - start
+one = min(timed(1) for _ in range(2))
+two = min(timed(2) for _ in range(2))
+print(f"{2 * one / two:.2f}")
+PY
+)" || parallel_speedup=1.00
+auto_lanes="$(awk -v s="$parallel_speedup" 'BEGIN { print (s >= 1.5) ? 2 : 1 }')"
+echo "=== parallel probe: two CPU-bound processes side by side did ${parallel_speedup}x the work of one: ${auto_lanes} lane(s) unless TEST_ALL_LANES / TEST_ALL_SCENARIO_LANES say otherwise"
+lanes_setting="${TEST_ALL_LANES:-$auto_lanes}"
+scenario_lanes="${TEST_ALL_SCENARIO_LANES:-$auto_lanes}"
 start_epoch="${TEST_ALL_START:-$(date +%s)}"
 times_file="$here/.ci/scenario_times"
 results=()
@@ -58,7 +85,7 @@ elapsed_s() { echo $(( $(date +%s) - start_epoch )); }
 # below once both lanes are done. TEST_ALL_LANES=1 runs them one after another, 0 not at all.
 lane_a=(yamllint ansible-lint changelog argument-specs role-docs sanity unit-playbooks unit-awx unit-kube-nodes bad-inventories lab)
 lane_b=(unit apiserver)
-[ "${TEST_ALL_LANES:-2}" != 0 ] || { lane_a=(); lane_b=(); }
+[ "$lanes_setting" != 0 ] || { lane_a=(); lane_b=(); }
 stage_cmd() {
   case "$1" in
     yamllint) yamllint . ;;
@@ -98,9 +125,9 @@ echo "=== plan: about ${planned}s expected (.ci/scenario_times; lanes ${plan_a}s
 
 lanes_t0=$SECONDS
 echo "=== lanes: A (${lane_a[*]}) and B (${lane_b[*]}); logs in reports/stages/"
-if [ "${TEST_ALL_LANES:-2}" = 0 ]; then
+if [ "$lanes_setting" = 0 ]; then
   :
-elif [ "${TEST_ALL_LANES:-2}" = 1 ]; then
+elif [ "$lanes_setting" = 1 ]; then
   run_lane "${lane_a[@]}" "${lane_b[@]}"
 else
   run_lane "${lane_a[@]}" & pid_a=$!
@@ -118,17 +145,23 @@ done
 echo "=== lanes done in $((SECONDS - lanes_t0))s"
 measured+=("$(printf '# %-20s %-8s (both lanes, wall time)' lanes "$((SECONDS - lanes_t0))")")
 
-# The scenarios run in TEST_ALL_SCENARIO_LANES lanes side by side (2, CI's two cores: a
-# scenario keeps about one core busy, benchmarks/stage_cpu.py). Each lane takes the next
-# scenario from one queue when its last one ends. The queue holds the longest expected
-# first (ties in ORDER's order), so that no long scenario is left to run alone at the end.
+# The scenarios run in $scenario_lanes lane(s) (the probe above: two where two cores do
+# twice the work; a scenario keeps about one core busy, benchmarks/stage_cpu.py). Each
+# lane takes the next scenario from one queue when its last one ends. With two lanes the
+# queue holds the longest expected first (ties in ORDER's order), so that no long
+# scenario is left to run alone at the end; with one, ORDER's order.
 # A scenario starts only when its expected time fits what is left of the cap; otherwise
 # it is NOT RUN at once. Its time limit is molecule/<scenario>/TIME_LIMIT_S when present,
 # else the default, and never more than what is left of the cap. Its output goes to
 # reports/stages/molecule-<scenario>.log and is printed whole, in ORDER's order, once all
 # have ended.
 queue="$stage_dir/scenario-queue"
-for s in $scenarios; do printf '%s %s\n' "$(expected_s "$s")" "$s"; done | sort -s -k1,1nr | awk '{print $2}' > "$queue"
+if [ "$scenario_lanes" -gt 1 ]; then
+  for s in $scenarios; do printf '%s %s\n' "$(expected_s "$s")" "$s"; done | sort -s -k1,1nr | awk '{print $2}' > "$queue"
+else
+  # One lane: ORDER's order, so that what protects most runs first when time runs short.
+  printf '%s\n' $scenarios > "$queue"
+fi
 # A scenario with a file molecule/<scenario>/LANE_GROUP (its first line names the group,
 # the rest says why) never runs beside another scenario of the same group: a lane skips
 # it in the queue while one of its group runs, and waits when only such ones are left.
@@ -195,7 +228,7 @@ scenario_lane() {
   done
 }
 scenarios_t0=$SECONDS
-echo "=== scenarios in $scenario_lanes lane(s), longest expected first: $(tr '\n' ' ' < "$queue")"
+echo "=== scenarios in $scenario_lanes lane(s), in this order: $(tr '\n' ' ' < "$queue")"
 pids=()
 for lane in $(seq 1 "$scenario_lanes"); do scenario_lane "$lane" & pids+=($!); done
 [ "${#pids[@]}" -eq 0 ] || wait "${pids[@]}"
