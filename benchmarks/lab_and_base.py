@@ -2,6 +2,7 @@
 """Benchmark: lab up (cold and cached) and the base role's first and no-op converge.
 
     python3 benchmarks/lab_and_base.py [--hosts 3 [10 50 ...]] [--skip-cold] [--executor stock|mitogen]
+                                       [--memory MIB]
 
 Cold: a fresh image cache in a temporary directory (debootstrap, podman import) — the
 machine's own cache and the labs using it are not touched (first size only). Cached: the
@@ -58,6 +59,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hosts", type=int, nargs="+", default=[3], help="lab sizes, measured one after the other")
     ap.add_argument("--skip-cold", action="store_true", help="only the cached lab up")
+    ap.add_argument("--memory", type=int, default=0,
+                    help="memory limit per lab host in MiB (default: the lab's; 50 hosts need less than it)")
     ap.add_argument("--executor", choices=("stock", "mitogen"), default="stock",
                     help="Ansible's stock linear strategy or Mitogen's (default: %(default)s; docs/testing.md)")
     args = ap.parse_args()
@@ -69,7 +72,7 @@ def main() -> int:
     figures: list[tuple[str, str]] = [("executor", args.executor)]
     try:
         for index, hosts in enumerate(args.hosts):
-            up = [CLI, "up", "--name", NAME, "--hosts", str(hosts)]
+            up = [CLI, "up", "--name", NAME, "--hosts", str(hosts)] + (["--memory", str(args.memory)] if args.memory else [])
             subprocess.run([CLI, "down", "--name", NAME], env=env, capture_output=True, check=False)
             if index == 0 and not args.skip_cold:
                 t, _ = timed(up, env)
