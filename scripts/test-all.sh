@@ -36,8 +36,9 @@ require_all="${TEST_ALL_REQUIRE_ALL:-0}"
 # wall time went from 1149 s one after another to 1555 s side by side). The probe runs
 # the same Python loop alone and then twice side by side, best of two each (a few
 # seconds); two lanes when the pair does at least 1.5 times the work of one.
-# TEST_ALL_LANES and TEST_ALL_SCENARIO_LANES override what it finds.
-parallel_speedup="$(python3 - <<'PY'
+# TEST_ALL_LANES and TEST_ALL_SCENARIO_LANES override what it finds (both set: no probe).
+probe_speedup() {
+  python3 - <<'PY'
 import multiprocessing, time
 def work(_):
     total = 0
@@ -53,9 +54,14 @@ one = min(timed(1) for _ in range(2))
 two = min(timed(2) for _ in range(2))
 print(f"{2 * one / two:.2f}")
 PY
-)" || parallel_speedup=1.00
-auto_lanes="$(awk -v s="$parallel_speedup" 'BEGIN { print (s >= 1.5) ? 2 : 1 }')"
-echo "=== parallel probe: two CPU-bound processes side by side did ${parallel_speedup}x the work of one: ${auto_lanes} lane(s) unless TEST_ALL_LANES / TEST_ALL_SCENARIO_LANES say otherwise"
+}
+if [ -n "${TEST_ALL_LANES:-}" ] && [ -n "${TEST_ALL_SCENARIO_LANES:-}" ]; then
+  auto_lanes=""
+else
+  parallel_speedup="$(probe_speedup)" || parallel_speedup=1.00
+  auto_lanes="$(awk -v s="$parallel_speedup" 'BEGIN { print (s >= 1.5) ? 2 : 1 }')"
+  echo "=== parallel probe: two CPU-bound processes side by side did ${parallel_speedup}x the work of one: ${auto_lanes} lane(s) unless TEST_ALL_LANES / TEST_ALL_SCENARIO_LANES say otherwise"
+fi
 lanes_setting="${TEST_ALL_LANES:-$auto_lanes}"
 scenario_lanes="${TEST_ALL_SCENARIO_LANES:-$auto_lanes}"
 start_epoch="${TEST_ALL_START:-$(date +%s)}"
@@ -74,9 +80,9 @@ expected_s() {
 }
 elapsed_s() { echo $(( $(date +%s) - start_epoch )); }
 
-# Before the scenarios, two lanes of stages run side by side: each lane is one process at
-# a time, mostly one core (lint, ansible-playbook runs, pytest), so two lanes use the two
-# cores CI has. Lane A: the static checks, the playbook harness tests, the AWX stand-in
+# Before the scenarios, two lanes of stages run side by side where the probe above found
+# two cores' worth of work: each lane is one process at a time, mostly one core (lint,
+# ansible-playbook runs, pytest). Lane A: the static checks, the playbook harness tests, the AWX stand-in
 # tests, the node entry points on a real API server (kube_nodes), the bad inventories and
 # the lab; lane B: the other unit tests and the real API server (the split balances the
 # lanes' expected times in .ci/scenario_times; `unit` takes every directory of tests/unit
