@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from slurm_lab import executor_env
+from slurm_lab import add_executor_argument, executor_env
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = str(ROOT / "bin" / "clusterdos-lab")
@@ -61,8 +61,7 @@ def main() -> int:
     ap.add_argument("--skip-cold", action="store_true", help="only the cached lab up")
     ap.add_argument("--memory", type=int, default=0,
                     help="memory limit per lab host in MiB (default: the lab's; 50 hosts need less than it)")
-    ap.add_argument("--executor", choices=("stock", "mitogen"), default="stock",
-                    help="Ansible's stock linear strategy or Mitogen's (default: %(default)s; docs/testing.md)")
+    add_executor_argument(ap)
     args = ap.parse_args()
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
                PATH=f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", **executor_env(args.executor))

@@ -20,7 +20,7 @@ import argparse
 import os
 import sys
 
-from slurm_lab import SCENARIO, SlurmLab, load, slowest
+from slurm_lab import SCENARIO, SlurmLab, add_executor_argument, load, slowest
 
 
 def describe(label: str, fig: dict, hosts: list[str]) -> str:
@@ -33,8 +33,7 @@ def main() -> int:
     ap.add_argument("--name", default="bench-slurm", help="lab name (default: %(default)s)")
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
     ap.add_argument("--no-profile", action="store_true", help="no profile_tasks on the first converge")
-    ap.add_argument("--executor", choices=("stock", "mitogen"), default="stock",
-                    help="Ansible's stock linear strategy or Mitogen's (default: %(default)s; docs/testing.md)")
+    add_executor_argument(ap)
     args = ap.parse_args()
     loads = [load()]
     with SlurmLab(args.name, keep=args.keep, executor=args.executor) as lab:

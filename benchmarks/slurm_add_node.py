@@ -23,7 +23,7 @@ import argparse
 import os
 import sys
 
-from slurm_lab import NEW_NODE, ROOT, SCENARIO, SlurmLab, load, slowest
+from slurm_lab import NEW_NODE, ROOT, SCENARIO, SlurmLab, add_executor_argument, load, slowest
 
 
 def describe(label: str, fig: dict, hosts: list[str], new: str | None = None) -> list[str]:
@@ -42,8 +42,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--name", default="bench-slurm-add", help="lab name (default: %(default)s)")
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
-    ap.add_argument("--executor", choices=("stock", "mitogen"), default="stock",
-                    help="Ansible's stock linear strategy or Mitogen's (default: %(default)s; docs/testing.md)")
+    add_executor_argument(ap)
     ap.add_argument("--base-on-all", action="store_true",
                     help="run base.yml on every host before the add (the path before slurm_add_node.yml updated "
                          "the other hosts' /etc/hosts itself), not on the new node alone")

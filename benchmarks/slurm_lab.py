@@ -31,6 +31,12 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     return proc
 
 
+def add_executor_argument(parser) -> None:
+    """--executor stock|mitogen, which executor_env() turns into the playbook's environment."""
+    parser.add_argument("--executor", choices=("stock", "mitogen"), default="stock",
+                        help="Ansible's stock linear strategy or Mitogen's (default: %(default)s; docs/testing.md)")
+
+
 def executor_env(executor: str) -> dict[str, str]:
     """Environment for ansible-playbook with EXECUTOR: "stock" (Ansible's linear strategy, what
     ansible.cfg gives) or "mitogen" (the pinned Mitogen's linear strategy without CPU pinning,
