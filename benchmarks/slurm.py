@@ -2,7 +2,11 @@
 """Time base + Slurm on the 4-host lab of molecule/slurm_cluster, in one run:
 
   first converge   base.yml + slurm.yml on fresh hosts (the scenario's converge.yml)
-  no-op converge   the same again (must report changed=0)
+  no-op, full      the same again with the fast path off (clusterdos_fast_path=false):
+                   every task runs, and must report changed=0
+  no-op, fast path the same again as users run it (the default): each stage compares
+                   its inputs and the hosts with the last converge's record and is
+                   skipped (must report changed=0)
 
 and prints the ratio the project tracks (no-op / first, issue 18 item 2: at most 10%),
 the tasks run per host, the slowest tasks of the first converge (profile_tasks) and the
@@ -24,7 +28,7 @@ from slurm_lab import SCENARIO, SlurmLab, add_executor_argument, load, slowest
 
 
 def describe(label: str, fig: dict, hosts: list[str]) -> str:
-    return (f"{label:<16}{fig['seconds']:7.1f} s  tasks={fig['tasks']} changed={fig['changed']}"
+    return (f"{label:<18}{fig['seconds']:7.1f} s  tasks={fig['tasks']} changed={fig['changed']}"
             f"  ran per host: " + ", ".join(f"{h} {fig['ran'].get(h, 0)}" for h in hosts))
 
 
@@ -39,12 +43,16 @@ def main() -> int:
     with SlurmLab(args.name, keep=args.keep, executor=args.executor) as lab:
         first = lab.playbook(SCENARIO / "converge.yml", profile=not args.no_profile)
         loads.append(load())
+        full = lab.playbook(SCENARIO / "converge.yml", "-e", '{"clusterdos_fast_path": false}')
+        loads.append(load())
         noop = lab.playbook(SCENARIO / "converge.yml")
         loads.append(load())
     print(f"executor: {args.executor}")
     print(f"hosts: {len(lab.names)} ({', '.join(lab.names)})")
     print(describe("first converge", first, lab.names))
-    print(describe("no-op converge", noop, lab.names)
+    print(describe("no-op, full", full, lab.names)
+          + f"  = {100 * full['seconds'] / first['seconds']:.0f}% of the first")
+    print(describe("no-op, fast path", noop, lab.names)
           + f"  = {100 * noop['seconds'] / first['seconds']:.0f}% of the first")
     print("\n".join(slowest("the first converge", first)))
     print(f"load average (1/5/15 min) at start and after each step: {'  '.join(loads)} on {os.cpu_count()} CPUs")

@@ -106,6 +106,7 @@ _COLLECTION_VARS: dict[str, dict[str, Any]] = {
     "clusterdos_hw": {"type": "raw"},
     "clusterdos_lab": {"type": "dict"},
     "clusterdos_reset_confirm": {"type": "bool"},
+    "clusterdos_fast_path": {"type": "bool"},
     "clusterdos_upgrade_batch": {"type": "int", "min": 1},
     "clusterdos_kube_control_plane_group": {"type": "str"},
     "clusterdos_kube_node_group": {"type": "str"},

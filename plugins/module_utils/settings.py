@@ -35,6 +35,9 @@ DEFAULTS: Dict[str, Any] = {
     "slurm_new_nodes_group": "slurm_new_nodes",
     # Versions.
     "clusterdos_kubernetes_version": "1.34.1",
+    # The fast path of a re-run: skip a stage whose inputs and managed state are as its
+    # last converge left them (roles/converge_stamp, docs/performance.md).
+    "clusterdos_fast_path": True,
     # Artifact sources (empty: upstream).
     "clusterdos_file_mirror": "",
     "clusterdos_package_proxy": "",

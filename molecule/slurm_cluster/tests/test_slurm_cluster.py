@@ -201,6 +201,45 @@ def test_the_dbd_entry_point_alone_installs_its_own_packages(host):
     assert set(jobs.splitlines()) <= set(after.splitlines())
 
 
+def test_a_re_run_takes_the_fast_path_and_a_drifted_host_converges_again(host):
+    """The fast path (roles/converge_stamp), as users get it by default: converge.yml
+    (base.yml + slurm.yml) again skips both stages after the preflight and the facts, and
+    changes nothing. A managed file edited by hand on one compute node makes slurm.yml
+    converge the stage again, naming the file, and put the file back; the run after that
+    takes the fast path again. (Molecule's own converge and idempotence steps ran with the
+    fast path off, so they proved the roles idempotent.)"""
+    node = COMPUTE[0]
+    dropin = "/etc/systemd/system/slurmd.service.d/10-clusterdos-configless.conf"
+    # Molecule's converge recorded the stages; the tests above ran jobs and put slurmdbd's
+    # packages back, which drift nothing the roles declare. So this run takes the fast path.
+    fast = playbook(SCENARIO / "converge.yml")
+    assert fast.returncode == 0, fast.stdout[-4000:] + fast.stderr[-2000:]
+    stats = recap(fast.stdout)
+    assert sum(s["changed"] for s in stats.values()) == 0, stats
+    assert "Stage base skipped: every host (4)" in fast.stdout, fast.stdout[-4000:]
+    assert "Stage slurm skipped: every host (4)" in fast.stdout, fast.stdout[-4000:]
+    # No task of the base role, and none of the Slurm daemons' entry points, ran.
+    assert "TASK [clusterdos.cluster.base :" not in fast.stdout
+    assert "Enable and start slurmd" not in fast.stdout and "TASK [clusterdos.cluster.munge :" not in fast.stdout
+    # The preflight, the facts and the checks: under a third of a full converge's 298 task headers.
+    assert len(re.findall(r"^TASK \[", fast.stdout, re.M)) < 100
+
+    compute = lab_host(node)
+    before = compute.check_output(f"sha256sum {dropin}")
+    compute.run_expect([0], f"echo '# edited by hand' >> {dropin}")
+    repair = playbook("slurm.yml")
+    assert repair.returncode == 0, repair.stdout[-4000:] + repair.stderr[-2000:]
+    assert f"Stage slurm converges: {node}: /etc/systemd/system/slurmd.service.d changed since the last converge" \
+        in " ".join(repair.stdout.split()), repair.stdout[-4000:]
+    stats = recap(repair.stdout)
+    assert stats[node]["changed"] > 0 and all(stats[n]["changed"] == 0 for n in GROUPS if n != node), stats
+    assert compute.check_output(f"sha256sum {dropin}") == before
+    wait_for(lambda: node_states(host).get(node) == "idle", f"{node} idle")
+    again = playbook("slurm.yml")
+    assert again.returncode == 0 and "Stage slurm skipped: every host (4)" in again.stdout, again.stdout[-4000:]
+    assert sum(s["changed"] for s in recap(again.stdout).values()) == 0
+
+
 def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
     """slurm.yml with one compute host stopped (podman stop): the host is left out, the other
     compute node still gets its slurmd (stopped beforehand, so the run must start it) and the

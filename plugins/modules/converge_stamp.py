@@ -1,0 +1,190 @@
+#!/usr/bin/python
+# Copyright: clusterdOS developers
+# Apache License 2.0 (see LICENSE)
+"""converge_stamp: the record of a stage's last converge on a host, and the probe against it."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: converge_stamp
+short_description: Record a stage's converge on a host, and tell whether the host is still as it left it
+version_added: 0.1.0
+description:
+  - The fast path of a re-run (docs/performance.md, "The fast path"). A stage (base, Slurm) records on each
+    host, once it converged, the digest of its inputs and the state of what its roles manage there (file
+    checksums, the services that must be active, runtime sysctl values).
+  - O(state=digest) runs on the controller only (the action plugin), once per play (run it with C(run_once));
+    it computes the stage's digest over every host of the play from the collection's content, each host's
+    inventory variables with one of O(prefixes) (templated), the facts the roles read, its groups and address.
+  - O(state=check) reads the host record and probes the host. Changes nothing. C(current) is true when the
+    record holds O(digest) and every recorded file, service and sysctl is as recorded.
+  - O(state=record) writes the record (changed only when it differs; nothing is written in check mode).
+options:
+  stage:
+    description: The stage's name; the record is O(directory)/<stage>.json.
+    type: str
+    required: true
+  state:
+    description: What to do.
+    type: str
+    choices: [digest, check, record]
+    default: check
+  digest:
+    description: The stage's digest from O(state=digest). Required for O(state=check) and O(state=record).
+    type: str
+  inputs:
+    description:
+      - The parts of O(digest) (C(collection), C(hosts) - each host's own digest), as O(state=digest) returns them.
+        Kept in the record, so that a later check names what changed (the collection, hosts added or gone, the
+        hosts whose own inputs changed).
+    type: dict
+    default: {}
+  prefixes:
+    description: With O(state=digest), the variable-name prefixes of the stage's inputs (V(slurm_), V(munge_)).
+    type: list
+    elements: str
+    default: []
+  paths:
+    description: With O(state=record), files and directories the stage manages on the host (checksums recorded).
+    type: list
+    elements: path
+    default: []
+  services:
+    description: With O(state=record), the services that must be active on the host.
+    type: list
+    elements: str
+    default: []
+  sysctls:
+    description: With O(state=record), the runtime sysctl values the stage set (key to value).
+    type: dict
+    default: {}
+  directory:
+    description: Where records are kept on the host.
+    type: path
+    default: /var/lib/clusterdos/converged
+attributes:
+  check_mode:
+    description: O(state=check) reads only; O(state=record) reports the change it would make and writes nothing.
+    support: full
+  diff_mode:
+    description: O(state=record) shows the record before and after.
+    support: full
+author:
+  - clusterdOS developers (@clusterdos)
+"""
+
+EXAMPLES = r"""
+- name: The stage's digest (once, on the controller)
+  clusterdos.cluster.converge_stamp:
+    stage: slurm
+    state: digest
+    prefixes: [slurm_, munge_]
+  run_once: true
+  register: __stamp
+
+- name: Is this host as the last converge left it?
+  clusterdos.cluster.converge_stamp:
+    stage: slurm
+    digest: "{{ __stamp.digest }}"
+    inputs: "{{ __stamp.inputs }}"
+  register: __stamp_check
+
+- name: Record the converge
+  clusterdos.cluster.converge_stamp:
+    stage: slurm
+    state: record
+    digest: "{{ __stamp.digest }}"
+    inputs: "{{ __stamp.inputs }}"
+    paths: [/etc/slurm]
+    services: [slurmd]
+"""
+
+RETURN = r"""
+digest:
+  description: The stage's digest (O(state=digest)), or the one checked or recorded.
+  returned: always
+  type: str
+inputs:
+  description: With O(state=digest), the parts of the digest (C(collection), C(hosts)).
+  returned: when state is digest
+  type: dict
+current:
+  description: With O(state=check), whether the host holds a record of O(digest) and nothing recorded drifted.
+  returned: when state is check
+  type: bool
+reasons:
+  description: With O(state=check), why the host is not current (empty when it is).
+  returned: when state is check
+  type: list
+  elements: str
+record:
+  description: With O(state=record), the record as written.
+  returned: when state is record
+  type: dict
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.clusterdos.cluster.plugins.module_utils import converge_stamp as cs
+
+
+def _active(module: AnsibleModule):
+    def active(units):
+        systemctl = module.get_bin_path("systemctl")
+        if not systemctl:
+            return {u: False for u in units}
+        _rc, out, _err = module.run_command([systemctl, "is-active", "--", *units])
+        lines = out.splitlines()
+        return {u: (lines[i].strip() == "active" if i < len(lines) else False) for i, u in enumerate(units)}
+    return active
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "stage": {"type": "str", "required": True},
+            "state": {"type": "str", "choices": ["digest", "check", "record"], "default": "check"},
+            "digest": {"type": "str"},
+            "inputs": {"type": "dict", "default": {}},
+            "prefixes": {"type": "list", "elements": "str", "default": []},
+            "paths": {"type": "list", "elements": "path", "default": []},
+            "services": {"type": "list", "elements": "str", "default": []},
+            "sysctls": {"type": "dict", "default": {}},
+            "directory": {"type": "path", "default": "/var/lib/clusterdos/converged"},
+        },
+        required_if=[("state", "check", ["digest"]), ("state", "record", ["digest"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p["state"] == "digest":
+        module.fail_json(msg="state=digest runs on the controller: call clusterdos.cluster.converge_stamp as an "
+                             "action (the collection's action plugin), not the module alone")
+    path = cs.record_path(p["directory"], p["stage"])
+    if p["state"] == "check":
+        reasons = cs.drift(cs.load_record(path), p["digest"], _active(module), inputs=p["inputs"])
+        module.exit_json(changed=False, digest=p["digest"], current=not reasons, reasons=reasons)
+
+    record = cs.build_record(p["stage"], p["digest"], p["paths"], p["services"], p["sysctls"], inputs=p["inputs"])
+    text = cs.record_text(record)
+    before = ""
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            before = handle.read()
+    changed = before != text
+    if changed and not module.check_mode:
+        os.makedirs(p["directory"], mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p["directory"], prefix=f".{p['stage']}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    result = {"changed": changed, "digest": p["digest"], "record": record}
+    if module._diff:
+        result["diff"] = {"before": before, "after": text, "before_header": path, "after_header": path}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""The converge record (roles/converge_stamp): what makes a stage's digest change, what a
+host's probe calls drift, and the action + module run for real through ansible-playbook on
+localhost (records in a temporary directory; no other host state is touched)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ansible_collections.clusterdos.cluster.plugins.module_utils import converge_stamp as cs
+from playbook_outcome import run_json
+
+PREFIXES = ["slurm_", "munge_"]
+
+
+def _inputs(variables: dict, facts: dict | None = None) -> dict:
+    return cs.host_inputs(variables, facts or {}, PREFIXES, lambda name: variables[name])
+
+
+def _stage(hosts: dict[str, dict], collection: str = "c1") -> str:
+    return cs.stage_digest(collection, "slurm", {h: cs.host_digest(_inputs(v)) for h, v in hosts.items()})
+
+
+def test_only_the_stage_prefixes_and_common_variables_count():
+    names = ["slurm_cluster_name", "munge_key_file", "base_sysctl_config", "__slurm_private", "group_names",
+             "ansible_host", "clusterdos_fast_path", "ansible_facts"]
+    assert cs.select_vars(names, PREFIXES) == ["ansible_host", "group_names", "munge_key_file", "slurm_cluster_name"]
+    assert cs.select_vars(names, []) == ["ansible_host", "group_names"]
+
+
+def test_the_stage_digest_changes_with_any_host_input_and_the_collection():
+    hosts = {"ctl": {"slurm_cluster_name": "lab", "group_names": ["slurm_controller"]},
+             "c1": {"group_names": ["slurm_compute"]}}
+    same = _stage(json.loads(json.dumps(hosts)))
+    assert _stage(hosts) == same
+    # A peer's variable changes every host's digest (slurm.conf lists every node).
+    changed = json.loads(json.dumps(hosts))
+    changed["c1"]["slurm_node_features"] = ["ib"]
+    assert _stage(changed) != same
+    # A host added to the stage, a group membership, the collection's content.
+    assert _stage({**hosts, "c2": {"group_names": ["slurm_compute"]}}) != same
+    moved = json.loads(json.dumps(hosts))
+    moved["c1"]["group_names"] = ["slurm_login"]
+    assert _stage(moved) != same
+    assert _stage(hosts, collection="c2") != same
+    # Turning the fast path on or off, or a variable of another stage, changes nothing.
+    assert _stage({**hosts, "ctl": {**hosts["ctl"], "clusterdos_fast_path": False, "base_swap_disabled": False}}) == same
+
+
+def test_facts_the_roles_read_count_and_counters_do_not():
+    base = {"memtotal_mb": 4096, "processor_vcpus": 4,
+            "default_ipv4": {"address": "10.0.0.5", "interface": "eth0"}, "uptime_seconds": 10}
+    digest = cs.host_digest(_inputs({}, base))
+    assert cs.host_digest(_inputs({}, {**base, "uptime_seconds": 99})) == digest
+    assert cs.host_digest(_inputs({}, {**base, "default_ipv4": {**base["default_ipv4"], "macaddress": "x"}})) == digest
+    assert cs.host_digest(_inputs({}, {**base, "memtotal_mb": 8192})) != digest
+    assert cs.host_digest(_inputs({}, {**base, "clusterdos_hw": {"gpus": {"count": 1}}})) != digest
+
+
+def test_a_variable_that_cannot_be_resolved_counts_by_its_text():
+    variables = {"slurm_db_password": "{{ vault_password }}"}
+
+    def failing(_name):
+        raise ValueError("undefined")
+
+    one = cs.host_inputs(variables, {}, PREFIXES, failing)
+    assert one["vars"]["slurm_db_password"] == {"unresolved": '"{{ vault_password }}"'}
+    other = cs.host_inputs({"slurm_db_password": "{{ other }}"}, {}, PREFIXES, failing)
+    assert cs.host_digest(one) != cs.host_digest(other)
+
+
+def test_drift_names_each_difference(tmp_path: Path):
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=lab\n")
+    gone = tmp_path / "gone"
+    record = cs.build_record("slurm", "d1", [str(conf), str(gone), str(tmp_path)], ["slurmd"], {"vm.swappiness": "1"})
+    assert record == cs.build_record("slurm", "d1", [str(tmp_path), str(gone), str(conf)], ["slurmd"], {"vm.swappiness": 1})
+    everything_fine = {"active": lambda units: {u: True for u in units}, "sysctl_of": lambda key: "1"}
+    assert cs.drift(record, "d1", **everything_fine) == []
+    assert cs.drift(None, "d1", **everything_fine) == ["no record of a converge of this stage"]
+    assert cs.drift({**record, "version": 0}, "d1", **everything_fine) == ["the record is of another format (0)"]
+    assert cs.drift(record, "d2", **everything_fine) == ["the inputs changed since the last converge"]
+    conf.write_text("ClusterName=other\n")
+    assert cs.drift(record, "d1", **everything_fine) == [f"{tmp_path} changed since the last converge",
+                                                         f"{conf} changed since the last converge"]
+    conf.unlink()
+    gone.write_text("")
+    reasons = cs.drift(record, "d1", active=lambda units: {u: False for u in units}, sysctl_of=lambda key: "60")
+    assert reasons == [f"{tmp_path} changed since the last converge", f"{gone} appeared since the last converge",
+                       f"{conf} is gone since the last converge", "service slurmd is not active",
+                       "sysctl vm.swappiness is '60', converged as '1'"]
+
+
+def test_a_changed_digest_names_what_changed():
+    before = {"collection": "c1", "hosts": {"ctl": "a", "c1": "b", "c2": "c"}}
+    assert cs.input_changes(before, {"collection": "c2", "hosts": {"ctl": "a", "c1": "B", "c3": "d"}}) == [
+        "the collection changed (its roles, playbooks or plugins)", "hosts new to the stage: c3",
+        "hosts no longer in this run: c2", "inputs (variables, facts or groups) changed of c1"]
+    record = cs.build_record("slurm", "d1", [], [], {}, inputs=before)
+    assert record["inputs"] == before
+    assert cs.drift(record, "d2", active=dict, inputs={**before, "hosts": {**before["hosts"], "ctl": "x"}}) == [
+        "inputs (variables, facts or groups) changed of ctl"]
+
+
+def test_tree_digest_follows_the_content(tmp_path: Path):
+    (tmp_path / "roles" / "r").mkdir(parents=True)
+    (tmp_path / "roles" / "r" / "main.yml").write_text("a\n")
+    (tmp_path / "roles" / "r" / "__pycache__").mkdir()
+    (tmp_path / "roles" / "r" / "__pycache__" / "x.pyc").write_bytes(b"1")
+    first = cs.tree_digest(str(tmp_path), ("roles",))
+    cs._TREE_CACHE.clear()
+    (tmp_path / "roles" / "r" / "__pycache__" / "x.pyc").write_bytes(b"2")
+    assert cs.tree_digest(str(tmp_path), ("roles",)) == first
+    cs._TREE_CACHE.clear()
+    (tmp_path / "roles" / "r" / "main.yml").write_text("b\n")
+    assert cs.tree_digest(str(tmp_path), ("roles",)) != first
+    cs._TREE_CACHE.clear()
+
+
+PLAY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: digest
+      clusterdos.cluster.converge_stamp:
+        stage: unit
+        state: digest
+        prefixes: [unit_]
+      run_once: true
+      register: digest
+    - name: check before
+      clusterdos.cluster.converge_stamp:
+        stage: unit
+        digest: "{{ digest.digest }}"
+        inputs: "{{ digest.inputs }}"
+        directory: "{{ dir }}"
+      register: before
+    - name: record
+      clusterdos.cluster.converge_stamp:
+        stage: unit
+        state: record
+        digest: "{{ digest.digest }}"
+        inputs: "{{ digest.inputs }}"
+        directory: "{{ dir }}"
+        paths: ["{{ dir }}/managed.conf"]
+    - name: check after
+      clusterdos.cluster.converge_stamp:
+        stage: unit
+        digest: "{{ digest.digest }}"
+        directory: "{{ dir }}"
+"""
+
+
+def _run(tmp_path: Path, unit_value: str, *args: str) -> dict:
+    inventory = tmp_path / "inv.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {"h1": {"ansible_connection": "local"}},
+                                             "vars": {"ansible_python_interpreter": sys.executable,
+                                                      "unit_value": unit_value, "dir": str(tmp_path / "records")}}}))
+    (tmp_path / "play.yml").write_text(PLAY)
+    res = run_json(inventory, tmp_path / "play.yml", *args)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    tasks = json.loads(res.stdout)["plays"][0]["tasks"]
+    return {t["task"]["name"]: t["hosts"]["h1"] for t in tasks}
+
+
+def test_record_then_check_through_the_action_and_module(tmp_path: Path):
+    (tmp_path / "records").mkdir()
+    managed = tmp_path / "records" / "managed.conf"
+    managed.write_text("one\n")
+    first = _run(tmp_path, "a")
+    assert first["check before"]["current"] is False
+    assert first["check before"]["reasons"] == ["no record of a converge of this stage"]
+    assert first["record"]["changed"] is True
+    assert first["check after"]["current"] is True and first["check after"]["changed"] is False
+    record = json.loads((tmp_path / "records" / "unit.json").read_text())
+    assert record["digest"] == first["digest"]["digest"] and record["paths"] == {
+        str(managed): cs.file_state(str(managed))}
+    # The same inputs: the record is current and rewriting it changes nothing.
+    again = _run(tmp_path, "a")
+    assert again["digest"]["digest"] == first["digest"]["digest"]
+    assert again["check before"]["current"] is True and again["record"]["changed"] is False
+    # Drift of a managed file.
+    managed.write_text("two\n")
+    drifted = _run(tmp_path, "a", "--check")
+    assert drifted["check before"]["reasons"] == [f"{managed} changed since the last converge"]
+    # Check mode writes no record.
+    assert drifted["record"]["changed"] is True
+    assert json.loads((tmp_path / "records" / "unit.json").read_text()) == record
+    # Another input value: another digest.
+    other = _run(tmp_path, "b")
+    assert other["digest"]["digest"] != first["digest"]["digest"]
+    assert other["check before"]["reasons"] == ["inputs (variables, facts or groups) changed of h1",
+                                                f"{managed} changed since the last converge"]
+
+
+def test_bad_prefixes_are_refused_with_a_message(tmp_path: Path):
+    inventory = tmp_path / "inv.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {"h1": {"ansible_connection": "local",
+                                                              "ansible_python_interpreter": sys.executable}}}}))
+    play = tmp_path / "p.yml"
+    play.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n    - clusterdos.cluster.converge_stamp:\n"
+                    "        stage: unit\n        state: digest\n        prefixes: ['']\n")
+    res = run_json(inventory, play)
+    assert res.returncode == 2, res.stdout[-2000:]
+    assert "'prefixes' must be a list of non-empty strings, got ['']" in res.stdout
