@@ -6,8 +6,10 @@
 
 Cold: a fresh image cache in a temporary directory (debootstrap, podman import) — the
 machine's own cache and the labs using it are not touched (first size only). Cached: the
-same `up` again. Then playbooks/base.yml on the hosts twice; the second run must report
-changed=0. For each lab size it prints the wall time and the controller's CPU time
+same `up` again. Then playbooks/base.yml on the hosts three times: the first converge, a
+no-op with the fast path off (clusterdos_fast_path=false: every task runs) and a no-op as
+users run it (the fast path: the stage is skipped after its check); both no-ops must
+report changed=0. For each lab size it prints the wall time and the controller's CPU time
 (ansible-playbook, its workers and their ssh clients: the children's rusage) in all and
 per host, so several sizes show whether the controller's cost per host stays flat.
 Prints one line per figure; makes no pass/fail judgement on time.
@@ -81,9 +83,11 @@ def main() -> int:
             figures.append((f"lab up, {hosts} hosts, cached image", f"{t:.1f} s"))
             inventory = out.strip().splitlines()[-1]
             play = ["ansible-playbook", "-i", inventory, str(ROOT / "playbooks" / "base.yml")]
-            for kind in ("first", "no-op"):
-                t, cpu, recap = timed_cpu(play, env)
-                figures.append((f"base {kind} converge, {hosts} hosts",
+            runs = (("first converge", []), ("no-op, full", ["-e", '{"clusterdos_fast_path": false}']),
+                    ("no-op, fast path", []))
+            for kind, extra in runs:
+                t, cpu, recap = timed_cpu(play + extra, env)
+                figures.append((f"base {kind}, {hosts} hosts",
                                 f"{t:.1f} s wall, controller CPU {cpu:.1f} s = {cpu / hosts:.2f} s per host "
                                 f"(changed={changed_total(recap)})"))
     finally:

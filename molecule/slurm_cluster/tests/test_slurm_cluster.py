@@ -205,11 +205,11 @@ def test_a_re_run_takes_the_fast_path_and_a_drifted_host_converges_again(host):
     """The fast path (roles/converge_stamp), as users get it by default: converge.yml
     (base.yml + slurm.yml) again skips both stages after the preflight and the facts, and
     changes nothing. A managed file edited by hand on one compute node makes slurm.yml
-    converge the stage again, naming the file, and put the file back; the run after that
+    converge the stage again, naming what changed, and put the file back; the run after that
     takes the fast path again. (Molecule's own converge and idempotence steps ran with the
     fast path off, so they proved the roles idempotent.)"""
     node = COMPUTE[0]
-    dropin = "/etc/systemd/system/slurmd.service.d/10-clusterdos-configless.conf"
+    conf = "/etc/slurm/slurm.conf"
     # Molecule's converge recorded the stages; the tests above ran jobs and put slurmdbd's
     # packages back, which drift nothing the roles declare. So this run takes the fast path.
     fast = playbook(SCENARIO / "converge.yml")
@@ -225,15 +225,15 @@ def test_a_re_run_takes_the_fast_path_and_a_drifted_host_converges_again(host):
     assert len(re.findall(r"^TASK \[", fast.stdout, re.M)) < 100
 
     compute = lab_host(node)
-    before = compute.check_output(f"sha256sum {dropin}")
-    compute.run_expect([0], f"echo '# edited by hand' >> {dropin}")
+    before = compute.check_output(f"sha256sum {conf}")
+    compute.run_expect([0], f"echo '# edited by hand' >> {conf}")
     repair = playbook("slurm.yml")
     assert repair.returncode == 0, repair.stdout[-4000:] + repair.stderr[-2000:]
-    assert f"Stage slurm converges: {node}: /etc/systemd/system/slurmd.service.d changed since the last converge" \
+    assert f"Stage slurm converges: {node}: /etc/slurm changed since the last converge" \
         in " ".join(repair.stdout.split()), repair.stdout[-4000:]
     stats = recap(repair.stdout)
     assert stats[node]["changed"] > 0 and all(stats[n]["changed"] == 0 for n in GROUPS if n != node), stats
-    assert compute.check_output(f"sha256sum {dropin}") == before
+    assert compute.check_output(f"sha256sum {conf}") == before
     wait_for(lambda: node_states(host).get(node) == "idle", f"{node} idle")
     again = playbook("slurm.yml")
     assert again.returncode == 0 and "Stage slurm skipped: every host (4)" in again.stdout, again.stdout[-4000:]
