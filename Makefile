@@ -59,6 +59,7 @@ bench: setup
 	python3 benchmarks/lab_and_base.py
 	python3 benchmarks/slurm.py
 	python3 benchmarks/slurm.py --executor mitogen
+	python3 benchmarks/slurm.py --site
 	python3 benchmarks/slurm_add_node.py
 	python3 benchmarks/slurm_add_node.py --executor mitogen
 	python3 benchmarks/kubeadm_cluster.py

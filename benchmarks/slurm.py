@@ -15,7 +15,7 @@ own lab (bench-slurm) and removes it afterwards (--keep leaves it up). What addi
 costs: benchmarks/slurm_add_node.py. Run from the repository root with the dev
 environment on PATH:
 
-    python3 benchmarks/slurm.py [--name bench-slurm] [--keep] [--no-profile] [--executor stock|mitogen]
+    python3 benchmarks/slurm.py [--name bench-slurm] [--keep] [--no-profile] [--executor stock|mitogen] [--site]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import argparse
 import os
 import sys
 
-from slurm_lab import SCENARIO, SlurmLab, add_executor_argument, load, slowest
+from slurm_lab import ROOT, SCENARIO, SlurmLab, add_executor_argument, load, slowest
 
 
 def describe(label: str, fig: dict, hosts: list[str]) -> str:
@@ -37,16 +37,20 @@ def main() -> int:
     ap.add_argument("--name", default="bench-slurm", help="lab name (default: %(default)s)")
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
     ap.add_argument("--no-profile", action="store_true", help="no profile_tasks on the first converge")
+    ap.add_argument("--site", action="store_true",
+                    help="playbooks/site.yml (every stage, validation included) instead of base.yml + slurm.yml")
     add_executor_argument(ap)
     args = ap.parse_args()
+    book = ROOT / "playbooks" / "site.yml" if args.site else SCENARIO / "converge.yml"
     loads = [load()]
     with SlurmLab(args.name, keep=args.keep, executor=args.executor) as lab:
-        first = lab.playbook(SCENARIO / "converge.yml", profile=not args.no_profile)
+        first = lab.playbook(book, profile=not args.no_profile)
         loads.append(load())
-        full = lab.playbook(SCENARIO / "converge.yml", "-e", '{"clusterdos_fast_path": false}')
+        full = lab.playbook(book, "-e", '{"clusterdos_fast_path": false}')
         loads.append(load())
-        noop = lab.playbook(SCENARIO / "converge.yml")
+        noop = lab.playbook(book)
         loads.append(load())
+    print(f"playbook: {book.relative_to(ROOT)}")
     print(f"executor: {args.executor}")
     print(f"hosts: {len(lab.names)} ({', '.join(lab.names)})")
     print(describe("first converge", first, lab.names))
