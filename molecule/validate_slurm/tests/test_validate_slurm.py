@@ -107,17 +107,21 @@ def test_junit_and_html_written(report):
 def test_a_second_slurm_run_changes_nothing():
     """The scenario skips molecule's idempotence step (its report is rewritten on every run),
     so the Slurm stage's configless and site-repository paths are run again here:
-    playbooks/slurm.yml on the converged cluster reports changed=0 on every host."""
+    playbooks/slurm.yml on the converged cluster reports changed=0 on every host. The fast
+    path is off for this run (clusterdos_fast_path=false), so every task runs again: the
+    fast path would skip the stage and prove nothing about the roles."""
     root = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
     env = dict(os.environ, ANSIBLE_CONFIG=str(root / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"))
-    run = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(root / "playbooks" / "slurm.yml")],
+    run = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), "-e", '{"clusterdos_fast_path": false}',
+                          str(root / "playbooks" / "slurm.yml")],
                          env=env, capture_output=True, text=True, cwd=root, timeout=1800, check=False)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     recap = {name: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)}
              for name, fields in re.findall(r"^(\S+)\s+: (ok=.*)$", run.stdout, re.M)}
     assert set(recap) >= {CONTROLLER, *COMPUTE}, run.stdout[-4000:]
     assert all(r["changed"] == 0 and r["failed"] == 0 and r["unreachable"] == 0 for r in recap.values()), recap
+    assert "Stage slurm converges: the fast path is off" in " ".join(run.stdout.split()), run.stdout[-4000:]
 
 
 def test_a_stopped_compute_node_fails_node_states_and_srun(host):
