@@ -206,8 +206,9 @@ def test_a_re_run_takes_the_fast_path_and_a_drifted_host_converges_again(host):
     (base.yml + slurm.yml) again skips both stages after the preflight and the facts, and
     changes nothing. A managed file edited by hand on one compute node makes slurm.yml
     converge the stage again, naming what changed, and put the file back; the run after that
-    takes the fast path again. (Molecule's own converge and idempotence steps ran with the
-    fast path off, so they proved the roles idempotent.)"""
+    takes the fast path again. A run limited to munge's tags runs munge's own package step
+    and records nothing. (Molecule's own converge and idempotence steps ran with the fast
+    path off, so they proved the roles idempotent.)"""
     node = COMPUTE[0]
     conf = "/etc/slurm/slurm.conf"
     # Molecule's converge recorded the stages; the tests above ran jobs and put slurmdbd's
@@ -238,6 +239,16 @@ def test_a_re_run_takes_the_fast_path_and_a_drifted_host_converges_again(host):
     again = playbook("slurm.yml")
     assert again.returncode == 0 and "Stage slurm skipped: every host (4)" in again.stdout, again.stdout[-4000:]
     assert sum(s["changed"] for s in recap(again.stdout).values()) == 0
+
+    # Only munge, every task (the fast path off): munge's own package step runs where the
+    # Slurm package play did not, changes nothing, and a run limited by tags records nothing.
+    record = lab_host(CONTROLLER).check_output("sha256sum /var/lib/clusterdos/converged/slurm.json")
+    tagged = playbook("slurm.yml", "--tags", "munge", "-e", '{"clusterdos_fast_path": false}')
+    assert tagged.returncode == 0, tagged.stdout[-4000:] + tagged.stderr[-2000:]
+    installed = task_output(tagged.stdout, "clusterdos.cluster.munge : Install munge")
+    assert all(f"ok: [{n}]" in installed for n in GROUPS), installed
+    assert sum(s["changed"] for s in recap(tagged.stdout).values()) == 0, recap(tagged.stdout)
+    assert lab_host(CONTROLLER).check_output("sha256sum /var/lib/clusterdos/converged/slurm.json") == record
 
 
 def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
