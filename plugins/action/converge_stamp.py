@@ -39,14 +39,12 @@ class ActionModule(ActionBase):
         digests = {}
         for host in hosts:
             host_vars = hostvars[host]
-            names = list(host_vars.keys())
             try:
                 facts = host_vars.get("ansible_facts") or {}
             except Exception:  # noqa: BLE001 - a host without facts contributes none
                 facts = {}
-            inputs = cs.host_inputs({n: host_vars.raw_get(n) if hasattr(host_vars, "raw_get") else None
-                                     for n in cs.select_vars(names, prefixes)},
-                                    facts, prefixes, lambda name, hv=host_vars: hv[name])
+            inputs = cs.host_inputs(host_vars.keys(), facts, prefixes, lambda name, hv=host_vars: hv[name],
+                                    lambda name, hv=host_vars: hv.raw_get(name) if hasattr(hv, "raw_get") else None)
             digests[host] = cs.host_digest(inputs)
         collection = cs.tree_digest(_ROOT)
         result.update(changed=False, digest=cs.stage_digest(collection, stage, digests),

@@ -120,17 +120,18 @@ def select_vars(names: Iterable[str], prefixes: Iterable[str]) -> List[str]:
                   and (n in COMMON_VARS or (not n.startswith("_") and prefixes and n.startswith(prefixes))))
 
 
-def host_inputs(variables: Mapping[str, Any], facts: Mapping[str, Any], prefixes: Iterable[str],
-                resolve: Callable[[str], Any]) -> Dict[str, Any]:
-    """What one host contributes to a stage's digest. RESOLVE(name) returns the variable's
-    templated value; where it raises, the raw value stands in, marked, so a variable that
+def host_inputs(names: Iterable[str], facts: Mapping[str, Any], prefixes: Iterable[str],
+                resolve: Callable[[str], Any], raw: Callable[[str], Any]) -> Dict[str, Any]:
+    """What one host contributes to a stage's digest: its variables among NAMES that the
+    stage reads (select_vars), and its facts. RESOLVE(name) returns a variable's templated
+    value; where it raises, RAW(name), its text, stands in, marked, so a variable that
     cannot be resolved here still counts (a change of its text changes the digest)."""
     values: Dict[str, Any] = {}
-    for name in select_vars(variables.keys(), prefixes):
+    for name in select_vars(names, prefixes):
         try:
             values[name] = resolve(name)
         except Exception:  # noqa: BLE001 - any templating failure: fall back to the text
-            values[name] = {"unresolved": canonical(variables[name])}
+            values[name] = {"unresolved": canonical(raw(name))}
     return {"vars": values, "facts": select_facts(facts)}
 
 

@@ -15,7 +15,7 @@ PREFIXES = ["slurm_", "munge_"]
 
 
 def _inputs(variables: dict, facts: dict | None = None) -> dict:
-    return cs.host_inputs(variables, facts or {}, PREFIXES, lambda name: variables[name])
+    return cs.host_inputs(variables.keys(), facts or {}, PREFIXES, variables.__getitem__, variables.__getitem__)
 
 
 def _stage(hosts: dict[str, dict], collection: str = "c1") -> str:
@@ -64,9 +64,9 @@ def test_a_variable_that_cannot_be_resolved_counts_by_its_text():
     def failing(_name):
         raise ValueError("undefined")
 
-    one = cs.host_inputs(variables, {}, PREFIXES, failing)
+    one = cs.host_inputs(variables.keys(), {}, PREFIXES, failing, variables.__getitem__)
     assert one["vars"]["slurm_db_password"] == {"unresolved": '"{{ vault_password }}"'}
-    other = cs.host_inputs({"slurm_db_password": "{{ other }}"}, {}, PREFIXES, failing)
+    other = cs.host_inputs(["slurm_db_password"], {}, PREFIXES, failing, lambda name: "{{ other }}")
     assert cs.host_digest(one) != cs.host_digest(other)
 
 
@@ -174,6 +174,7 @@ def test_record_then_check_through_the_action_and_module(tmp_path: Path):
     assert first["record"]["changed"] is True
     assert first["check after"]["current"] is True and first["check after"]["changed"] is False
     record = json.loads((tmp_path / "records" / "unit.json").read_text())
+    assert (tmp_path / "records" / "unit.json").stat().st_mode & 0o777 == 0o600
     assert record["digest"] == first["digest"]["digest"] and record["paths"] == {
         str(managed): cs.file_state(str(managed))}
     # The same inputs: the record is current and rewriting it changes nothing.
