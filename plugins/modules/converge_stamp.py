@@ -123,11 +123,9 @@ record:
   type: dict
 """
 
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.clusterdos.cluster.plugins.module_utils import converge_stamp as cs
+from ansible_collections.clusterdos.cluster.plugins.module_utils.text_file import write_text
 
 
 def _active(module: AnsibleModule):
@@ -168,21 +166,10 @@ def main() -> None:
 
     record = cs.build_record(p["stage"], p["digest"], p["paths"], p["services"], p["sysctls"], inputs=p["inputs"])
     text = cs.record_text(record)
-    before = ""
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as handle:
-            before = handle.read()
-    changed = before != text
-    if changed and not module.check_mode:
-        os.makedirs(p["directory"], mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p["directory"], prefix=f".{p['stage']}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
+    changed, before = write_text(module, path, text, dir_mode=0o700, mode=0o600)
     result = {"changed": changed, "digest": p["digest"], "record": record}
     if module._diff:
-        result["diff"] = {"before": before, "after": text, "before_header": path, "after_header": path}
+        result["diff"] = {"before": before or "", "after": text, "before_header": path, "after_header": path}
     module.exit_json(**result)
 
 

@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Tuple
 
+from ansible_collections.clusterdos.cluster.plugins.module_utils.text_file import write_text
 from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.core import STATUSES, summarize
 from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.report import render
 
@@ -58,21 +58,7 @@ def write_report(module: Any) -> Tuple[bool, Dict[str, str], Dict[str, int]]:
     for fmt, (name, text) in render(params["formats"], results, topology, meta).items():
         path = os.path.join(dest, name)
         files[fmt] = path
-        current = None
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8") as handle:
-                current = handle.read()
-        if current == text:
-            continue
-        changed = True
-        if module.check_mode:
-            continue
-        if not os.path.isdir(dest):
-            os.makedirs(dest, 0o755)
-        fd, tmp = tempfile.mkstemp(dir=dest, prefix=".%s." % name)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        module.atomic_move(tmp, path)
+        changed = write_text(module, path, text)[0] or changed
     for path in files.values():
         if os.path.exists(path):
             file_args = module.load_file_common_arguments({"path": path, "mode": params["mode"]})
