@@ -461,9 +461,27 @@ def duplicate_key_errors(sources: list[str] | str) -> list[str]:
     return messages
 
 
+# Set on localhost by playbooks/preflight.yml's last play once every inventory check passed.
+PREFLIGHT_PASSED = "__clusterdos_preflight_passed"
+# A host pattern that matches no host, without the warning an unknown name gives.
+NO_HOSTS = "all:!all"
+
+
+def preflight_pending(pattern: str, hostvars: Mapping[str, Any]) -> str:
+    """PATTERN while the inventory checks have not passed in this run, else a pattern that
+    matches no host. The `hosts:` of every preflight play: each stage playbook imports the
+    preflight so that it is checked when run alone, and within site.yml the later imports
+    then cost a skipped play header each instead of their tasks. HOSTVARS is empty while
+    the run's first play is being templated (pass `hostvars | default({})`)."""
+    local = hostvars.get("localhost") if hasattr(hostvars, "get") else None
+    passed = bool(local.get(PREFLIGHT_PASSED, False)) if local is not None else False
+    return NO_HOSTS if passed else pattern
+
+
 class FilterModule:
     """clusterdos.cluster inventory filters."""
 
     def filters(self) -> dict[str, Any]:
         return {"node_addresses": node_addresses, "inventory_errors": inventory_errors, "node_gpus": node_gpus,
-                "duplicate_key_errors": duplicate_key_errors, "variable_errors": variable_errors}
+                "duplicate_key_errors": duplicate_key_errors, "variable_errors": variable_errors,
+                "preflight_pending": preflight_pending}

@@ -179,6 +179,10 @@ def check_gres(ctx: SlurmContext) -> str:
     return "GRES as in the inventory: %s" % ", ".join(counts)
 
 
+# Seconds to wait after each sacct query that does not show the job yet.
+_SACCT_POLL = (0.25, 0.5, 1, 2, 2, 2, 2, 2, 2, 2)
+
+
 def check_accounting(ctx: SlurmContext) -> str:
     expected = ctx.expected()
     res = ctx.srun(expected[:1], "--ntasks=1", "printenv", "SLURM_JOB_ID")
@@ -186,8 +190,9 @@ def check_accounting(ctx: SlurmContext) -> str:
     if not job.isdigit():
         raise CheckFailed("could not run a job to account for: %s" % res.reason())
     state = ""
-    # slurmctld hands the finished job to slurmdbd asynchronously: poll a few times.
-    for attempt in range(10):
+    # slurmctld hands the finished job to slurmdbd asynchronously: poll, soon at first
+    # (it is usually there within a second), then every 2 s, about 15 s in all.
+    for attempt, pause in enumerate(_SACCT_POLL):
         acct = ctx.run(["sacct", "--noheader", "--parsable2", "--allocations", "--jobs=%s" % job,
                         "--format=JobID,State,ExitCode"], timeout=60)
         if acct.rc != 0:
@@ -198,8 +203,8 @@ def check_accounting(ctx: SlurmContext) -> str:
         state = rows[0][1] if rows else ""
         if state.startswith("COMPLETED"):
             return "job %s recorded by sacct as %s (exit %s)" % (job, state, rows[0][2] if len(rows[0]) > 2 else "?")
-        if attempt < 9:
-            ctx.sleep(2)
+        if attempt < len(_SACCT_POLL) - 1:
+            ctx.sleep(pause)
     raise CheckFailed("job %s: sacct state %s, expected COMPLETED" % (job, state or "missing"))
 
 

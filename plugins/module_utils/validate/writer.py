@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.clusterdos.cluster.plugins.module_utils.text_file import write_text
 from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.core import STATUSES, summarize
@@ -43,7 +44,29 @@ def normalize(results: List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List
     return clean, problems
 
 
+def _outcome(results: List[Dict[str, Any]]) -> List[Tuple[str, str, str]]:
+    """What a report says about the cluster: each check's status on each host."""
+    return sorted((str(r.get("name")), str(r.get("host") or ""), str(r.get("status"))) for r in results)
+
+
+def _previous_outcome(path: str) -> Optional[List[Tuple[str, str, str]]]:
+    """The outcome recorded in an earlier JSON report at PATH, None when there is none to read."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            checks = json.load(handle).get("checks")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return _outcome(checks) if isinstance(checks, list) else None
+
+
 def write_report(module: Any) -> Tuple[bool, Dict[str, str], Dict[str, int]]:
+    """Write the report files; changed is whether the report says something new.
+
+    Every run rewrites the files (the time and the checks' durations are the run's own),
+    but that alone is not a change: changed is true when a check's status on a host
+    differs from the last JSON report, a check appears or goes, a file is created, or a
+    file's mode is set. Without a JSON report to compare with, any file written counts.
+    """
     params = module.params
     results, problems = normalize(params["results"])
     if problems:
@@ -53,12 +76,17 @@ def write_report(module: Any) -> Tuple[bool, Dict[str, str], Dict[str, int]]:
             "releases": params["releases"]}
     topology = {"cluster": params["cluster_name"], "nodes": params["nodes"], "networks": params["networks"]}
     dest = params["dest"]
-    changed = False
+    rendered = render(params["formats"], results, topology, meta)
+    previous = _previous_outcome(os.path.join(dest, rendered["json"][0])) if "json" in rendered else None
+    written = created = False
     files: Dict[str, str] = {}
-    for fmt, (name, text) in render(params["formats"], results, topology, meta).items():
+    for fmt, (name, text) in rendered.items():
         path = os.path.join(dest, name)
         files[fmt] = path
-        changed = write_text(module, path, text)[0] or changed
+        wrote, before = write_text(module, path, text)
+        written = written or wrote
+        created = created or before is None
+    changed = (created or previous != _outcome(results)) if previous is not None else written
     for path in files.values():
         if os.path.exists(path):
             file_args = module.load_file_common_arguments({"path": path, "mode": params["mode"]})

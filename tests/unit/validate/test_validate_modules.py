@@ -70,6 +70,27 @@ def test_report_module_writes_once_then_reports_no_change(capsys, tmp_path):
     assert second["changed"] is False
 
 
+def test_report_module_rewrites_a_later_run_but_reports_a_change_only_when_the_outcome_moves(capsys, tmp_path):
+    """A re-run has its own time and durations: the files are rewritten, changed=0; a check
+    whose status moves, a check that appears, or a deleted file is a change."""
+    def run(status, generated, duration, extra=()):
+        results = [{"name": "slurm.srun", "status": status, "duration": duration, "host": "login1"}, *extra]
+        return _call(cluster_report, {"results": results, "dest": str(tmp_path), "generated": generated}, capsys)
+
+    assert run("passed", "2026-11-29T16:00:00Z", 1.5)["changed"] is True
+    again = run("passed", "2026-11-29T17:00:00Z", 0.7)
+    assert again["changed"] is False
+    report = json.loads(Path(again["files"]["json"]).read_text())
+    assert report["generated"] == "2026-11-29T17:00:00Z" and report["checks"][0]["duration"] == 0.7
+    assert run("failed", "2026-11-29T18:00:00Z", 0.7)["changed"] is True
+    assert run("failed", "2026-11-29T18:30:00Z", 0.7,
+               [{"name": "slurm.mpi", "status": "passed", "host": "login1"}])["changed"] is True
+    Path(again["files"]["html"]).unlink()
+    assert run("failed", "2026-11-29T19:00:00Z", 0.7,
+               [{"name": "slurm.mpi", "status": "passed", "host": "login1"}])["changed"] is True
+    assert Path(again["files"]["html"]).is_file()
+
+
 def test_report_module_check_mode_writes_nothing(capsys, tmp_path):
     args = {"results": [], "dest": str(tmp_path / "r"), "_ansible_check_mode": True}
     out = _call(cluster_report, args, capsys)
