@@ -57,6 +57,7 @@ lab-down:
 # Mitogen's (the molecule scenarios' executor; docs/testing.md).
 bench: setup
 	python3 benchmarks/lab_and_base.py
+	python3 benchmarks/engine_scaling.py --lab
 	python3 benchmarks/slurm.py
 	python3 benchmarks/slurm.py --executor mitogen
 	python3 benchmarks/slurm.py --site
