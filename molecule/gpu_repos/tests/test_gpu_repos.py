@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -283,3 +285,20 @@ def test_ipoib_keyfile_written_for_networkmanager_and_loaded_by_it(host, name):
     assert set(others.values()) <= {"unmanaged"}, devices
     for unit in ("systemd-udevd", "ModemManager"):
         assert host.run(f"systemctl is-active {unit}").stdout.strip() != "active", unit
+
+
+@pytest.mark.parametrize("stage", ["gpu.yml", "rdma.yml"])
+def test_stage_run_alone_gathers_its_own_facts_and_changes_nothing(stage):
+    """A stage playbook run on its own (here its read-only preflight part, --tags preflight)
+    has no earlier play of the run to take facts from: its own gather task runs (it is
+    skipped within site.yml, after the host preflight gathered them) and no host changes."""
+    root = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"))
+    if (EPHEMERAL / "ansible.cfg").exists():
+        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
+    res = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(root / "playbooks" / stage),
+                          "--tags", "preflight"], capture_output=True, text=True, env=env, timeout=900, check=False)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    gathered = res.stdout.split("TASK [Gather facts unless this run already has them]", 1)[1].split("TASK [", 1)[0]
+    assert re.search(r"^ok: \[", gathered, re.M) and "skipping:" not in gathered, gathered
+    assert not re.search(r"changed=[1-9]", res.stdout), res.stdout[-3000:]
