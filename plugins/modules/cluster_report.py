@@ -14,10 +14,10 @@ description:
     JSON, and a self-contained HTML page that draws the cluster's topology (login, service and worker nodes,
     their GPUs, the networks) and lists every check green or red with its detail.
   - Each file is replaced only when its content changes. As every report holds the time it was made and the checks'
-    durations, a new report is written on every run, yet reported as a change only when it says something new: a
-    check's status on a host differs from the last JSON report, a check appears or goes, a file is created, or a file's
-    mode is set (without a JSON report to compare with, any file written is a change). A re-run of a healthy cluster
-    thus reports changed=0.
+    durations, a new report is written on every run, yet reported as a change only when it says something new. That is
+    when a check's status on a host differs from the last JSON report, a check appears or goes, a file is created, or
+    a file's mode is set (without a JSON report to compare with, any file written is a change). A re-run of a healthy
+    cluster thus reports changed=0.
 author:
   - clusterdOS developers (@clusterdos)
 attributes:
