@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from . import fileserver, firewall, image, inventory, k8s_mirror, limits, podman, proxy, qemu
-from .spec import CACHE_ROOT, STATE_ROOT, HostSpec, LabSpec, build_spec, validate
+from .spec import CACHE_ROOT, STATE_ROOT, HostSpec, LabSpec, build_spec, candidate_subnets, validate
 from .util import LabError, log, mem_available_mib, require_root, require_tools, run, step
 
 # Generous: on a loaded 2-core machine systemd in a container can take a minute to boot.
@@ -127,6 +127,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         spec = _merge_into_running(spec, args.backend)
     else:
         clash = _subnet_in_use(spec)
+        if clash and not args.subnet:
+            # The name's own /24 is taken (another lab whose name hashes alike, a VPN): the
+            # next free one of the pool; lab.yml keeps it for as long as the lab lives.
+            taken = spec.subnet
+            for candidate in candidate_subnets(spec.name)[1:]:
+                spec.subnet = candidate
+                if not _subnet_in_use(spec):
+                    log(f"subnet {taken} is already in use ({clash}); this lab takes {candidate}")
+                    clash = None
+                    break
         if clash:
             raise LabError(f"subnet {spec.subnet} is already in use ({clash}); pick another with --subnet")
         need = sum(max(h.memory_mib, 1024) if spec.backend == "qemu" else h.memory_mib for h in spec.hosts)

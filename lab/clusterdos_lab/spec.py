@@ -71,8 +71,15 @@ class LabSpec:
 
 def default_subnet(name: str) -> str:
     """A /24 from SUBNET_POOL chosen by the lab name, so a lab keeps its addresses."""
+    return candidate_subnets(name)[0]
+
+
+def candidate_subnets(name: str) -> list[str]:
+    """The /24s of SUBNET_POOL a new lab may take, its name's own first, then the next ones
+    (wrapping round), for when that one is already used on this machine."""
     index = int(hashlib.sha1(name.encode()).hexdigest(), 16) % 250 + 1
-    return str(list(SUBNET_POOL.subnets(new_prefix=24))[index])
+    pool = [str(net) for net in SUBNET_POOL.subnets(new_prefix=24)][1:251]
+    return pool[index - 1:] + pool[:index - 1]
 
 
 def parse_host_arg(text: str) -> HostSpec:

@@ -165,3 +165,35 @@ def test_bad_input_is_refused_before_anything_changes():
     assert not (Path("/var/lib/clusterdos-lab") / "pytest-bad").exists()
     result = lab("up", "--name", "pytest-bad", "--hosts", "200", "--memory", "4096", check=False)
     assert result.returncode == 2 and "MiB" in result.stderr
+
+
+def test_a_lab_whose_subnet_is_taken_takes_the_next_free_one():
+    """Lab subnets come from a hash of the name, so two names can share one (a benchmark lab
+    and a scenario's did). With the name's own /24 already routed on this machine (an empty
+    bridge stands in for the other lab), `up` takes the next free /24 and says so."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "lab"))
+    from clusterdos_lab.spec import candidate_subnets
+
+    name, dummy = "pytest-clash", "cdl-pytest-dum"
+    own, following = candidate_subnets(name)[:2]
+    lab("down", "--name", name)
+    subprocess.run(["ip", "link", "del", dummy], capture_output=True, check=False)
+    subprocess.run(["ip", "link", "add", dummy, "type", "bridge"], check=True)
+    try:
+        subprocess.run(["ip", "addr", "add", own.replace(".0/24", ".1/24"), "dev", dummy], check=True)
+        subprocess.run(["ip", "link", "set", dummy, "up"], check=True)
+        up = lab("up", "--name", name, "--hosts", "1")
+        assert f"subnet {own} is already in use" in up.stderr and f"this lab takes {following}" in up.stderr, up.stderr
+        import yaml
+
+        hosts = yaml.safe_load(Path(up.stdout.strip().splitlines()[-1]).read_text())["all"]["hosts"]
+        assert all(h["ansible_host"].rsplit(".", 1)[0] == following.rsplit(".", 1)[0] for h in hosts.values()), hosts
+        # Given on the command line, a subnet in use is refused as before.
+        lab("down", "--name", name)
+        refused = lab("up", "--name", name, "--subnet", own, "--hosts", "1", check=False)
+        assert refused.returncode != 0 and f"subnet {own} is already in use" in refused.stderr, refused.stderr
+    finally:
+        lab("down", "--name", name, check=False)
+        subprocess.run(["ip", "link", "del", dummy], capture_output=True, check=False)
