@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
+from ansible.errors import AnsibleFilterError
 from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import node_gpus
 
 
@@ -463,18 +464,26 @@ def duplicate_key_errors(sources: list[str] | str) -> list[str]:
 
 # Set on localhost by playbooks/preflight.yml's last play once every inventory check passed.
 PREFLIGHT_PASSED = "__clusterdos_preflight_passed"
+# Set on localhost by playbooks/preflight_hosts.yml when every host's checks passed.
+HOST_CHECKS_PASSED = "__clusterdos_host_checks_passed"
+_PREFLIGHT_MARKERS = {"inventory": PREFLIGHT_PASSED, "hosts": HOST_CHECKS_PASSED}
 # A host pattern that matches no host, without the warning an unknown name gives.
 NO_HOSTS = "all:!all"
 
 
-def preflight_pending(pattern: str, hostvars: Mapping[str, Any]) -> str:
-    """PATTERN while the inventory checks have not passed in this run, else a pattern that
-    matches no host. The `hosts:` of every preflight play: each stage playbook imports the
-    preflight so that it is checked when run alone, and within site.yml the later imports
-    then cost a skipped play header each instead of their tasks. HOSTVARS is empty while
-    the run's first play is being templated (pass `hostvars | default({})`)."""
+def preflight_pending(pattern: str, hostvars: Mapping[str, Any], checks: str = "inventory") -> str:
+    """PATTERN while the CHECKS have not passed in this run, else a pattern that matches no
+    host. CHECKS "inventory" (the default): the inventory checks of playbooks/preflight.yml,
+    the `hosts:` of every preflight play; each stage playbook imports the preflight so that
+    it is checked when run alone, and within site.yml the later imports then cost a skipped
+    play header each instead of their tasks. CHECKS "hosts": the host checks of
+    playbooks/preflight_hosts.yml, the `hosts:` of a stage's own host-check play (a subset
+    of them, run when the stage runs alone). HOSTVARS is empty while the run's first play
+    is being templated (pass `hostvars | default({})`)."""
+    if checks not in _PREFLIGHT_MARKERS:
+        raise AnsibleFilterError(f"preflight_pending: checks must be one of {sorted(_PREFLIGHT_MARKERS)}, got {checks!r}")
     local = hostvars.get("localhost") if hasattr(hostvars, "get") else None
-    passed = bool(local.get(PREFLIGHT_PASSED, False)) if local is not None else False
+    passed = bool(local.get(_PREFLIGHT_MARKERS[checks], False)) if local is not None else False
     return NO_HOSTS if passed else pattern
 
 
