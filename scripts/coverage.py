@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Task coverage: which tasks of the collection ran for real, and which never did.
 
-Every task in roles/*/tasks/*.yml, roles/*/handlers/*.yml, playbooks/*.yml and playbooks/tasks/*.yml is
-enumerated from the YAML (file:line of the task's mapping, the same place ansible's
-Task.get_path() gives), then matched against the records the task_coverage callback
+Every task in roles/*/tasks/*.yml, roles/*/handlers/*.yml, playbooks/*.yml,
+playbooks/stages/*.yml and playbooks/tasks/*.yml is enumerated from the YAML (file:line
+of the task's mapping, the same place ansible's Task.get_path() gives), then matched against the records the task_coverage callback
 wrote (.cache/coverage/*.jsonl, one JSON line per task result).
 
 A task counts as run for real when some record has status ok, changed or failed, and
@@ -141,15 +141,15 @@ def _compose(path: Path) -> Optional[yaml.Node]:
 
 
 def enumerate_tasks(root: Path = ROOT) -> List[Task]:
-    """Every runnable task of roles/*/{tasks,handlers}/*.yml, playbooks/*.yml and the playbooks'
-    task files (playbooks/tasks/*.yml), in file order."""
+    """Every runnable task of roles/*/{tasks,handlers}/*.yml, playbooks/*.yml, playbooks/stages/*.yml
+    and the playbooks' task files (playbooks/tasks/*.yml), in file order."""
     tasks: List[Task] = []
     for pattern, handler in (("roles/*/tasks/*.yml", False), ("roles/*/handlers/*.yml", True),
                              ("playbooks/tasks/*.yml", False)):
         for path in sorted(root.glob(pattern)):
             rel = path.relative_to(root).as_posix()
             tasks.extend(_walk(_compose(path), rel, handler))
-    for path in sorted(root.glob("playbooks/*.yml")):
+    for path in sorted([*root.glob("playbooks/*.yml"), *root.glob("playbooks/stages/*.yml")]):
         rel = path.relative_to(root).as_posix()
         doc = _compose(path)
         if not isinstance(doc, yaml.SequenceNode):

@@ -141,10 +141,10 @@ def _local_path_problem(value: Any) -> bool:
     return isinstance(value, str) and bool(re.match(r"^(~|/(home|root|Users|tmp)/)", value.strip()))
 
 
-PLAYBOOK_FILES = sorted(PLAYBOOKS.glob("*.yml")) + [ROOT / "awx" / "configure.yml"]
+PLAYBOOK_FILES = sorted(PLAYBOOKS.glob("*.yml")) + sorted(PLAYBOOKS.glob("stages/*.yml")) + [ROOT / "awx" / "configure.yml"]
 
 
-@pytest.mark.parametrize("path", PLAYBOOK_FILES, ids=[p.name for p in PLAYBOOK_FILES])
+@pytest.mark.parametrize("path", PLAYBOOK_FILES, ids=[str(p.relative_to(ROOT)) for p in PLAYBOOK_FILES])
 def test_playbook_runs_unattended(path):
     problems = []
     for node, where in _tasks_and_plays(path):
