@@ -78,3 +78,28 @@ def test_gres_gpu_count(gres, count):
 
 def test_parse_sinfo_keeps_flags():
     assert slurm.parse_sinfo("a|idle\nb|down*\nb|down*\n") == {"a": "idle", "b": "down*"}
+
+
+def test_accounting_asks_about_the_srun_checks_job_after_the_mpi_job():
+    """With the srun check in the run, accounting runs no job of its own: it asks sacct about
+    the srun check's job, after the MPI job (so slurmdbd has had the time to record it); and a
+    successful MPI job needs no ompi_info probe."""
+    commands = RecordedCommands(_recorded({}))
+    ctx = slurm.SlurmContext(commands, BASE["inventory"], sleep=lambda _: None)
+    results = {r.name: r for r in run_checks(slurm.CHECKS, {"slurm": ctx}, ["slurm"], [])}
+    assert results["slurm.accounting"].status == "passed", results["slurm.accounting"].detail
+    ran = [" ".join(argv) for argv in commands.calls]
+    assert not [c for c in ran if c.endswith("printenv SLURM_JOB_ID") or "ompi_info" in c], ran
+    sacct = next(i for i, c in enumerate(ran) if c.startswith("sacct"))
+    assert sacct > next(i for i, c in enumerate(ran) if "--mpi=pmix" in c)
+
+
+def test_accounting_runs_its_own_job_when_the_srun_check_did_not_run_one():
+    for case in ({"recorded": {"srun --nodes=2 --nodelist=gpu1,gpu2 --time=5 --immediate=120 --ntasks-per-node=1 "
+                               "printenv SLURMD_NODENAME SLURM_JOB_ID": {"rc": 1, "err": "srun: error: no\n"}}}, {}):
+        commands = RecordedCommands(_recorded(case))
+        ctx = slurm.SlurmContext(commands, BASE["inventory"], sleep=lambda _: None)
+        selected = ["slurm"] if case else ["slurm.accounting"]
+        results = {r.name: r for r in run_checks(slurm.CHECKS, {"slurm": ctx}, selected, [])}
+        assert results["slurm.accounting"].status == "passed", results["slurm.accounting"].detail
+        assert any(" ".join(argv).endswith("printenv SLURM_JOB_ID") for argv in commands.calls)
