@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.role_runner import run_role
-
 BASE = {"base_container_host": False, "base_time_servers": ["10.0.0.254"], "base_hosts_manage": False}
 
 
@@ -18,12 +16,12 @@ def _json_results(monkeypatch):
     monkeypatch.setenv("ANSIBLE_CALLBACK_RESULT_FORMAT", "json")
 
 
-def _run(tmp_path, extra):
-    return run_role(tmp_path, "base", "preflight.yml", {**BASE, **extra}, gather_facts=True)[0]
+def _run(role_runner, extra):
+    return role_runner("base", "preflight.yml", {**BASE, **extra}, gather_facts=True)[0]
 
 
-def test_defaults_pass(tmp_path):
-    proc = _run(tmp_path, {})
+def test_defaults_pass(role_runner):
+    proc = _run(role_runner, {})
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
@@ -43,8 +41,8 @@ def test_defaults_pass(tmp_path):
     ],
     ids=["proxy", "not-a-list", "module-name", "sysctl-key", "sysctl-value", "time", "dnf", "hosts-group", "all-at-once"],
 )
-def test_bad_inputs_fail_naming_each_problem(tmp_path, bad, messages):
-    proc = _run(tmp_path, bad)
+def test_bad_inputs_fail_naming_each_problem(role_runner, bad, messages):
+    proc = _run(role_runner, bad)
     assert proc.returncode != 0
     failure = " ".join(proc.stdout[proc.stdout.find("FAILED!"):].split())
     for message in messages:

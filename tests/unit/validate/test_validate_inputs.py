@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.role_runner import run_role
-
 GOOD = {"validate_report_formats": ["json", "junit"], "validate_report_dir": "/tmp/clusterdos-report",
         "validate_node_gpus": [{"vendor": "nvidia", "type": "h100", "count": 8}],
         "validate_node_labels": {"zone": "a"}, "validate_node_taints": ["gpu=true:NoSchedule"]}
 
 
-def test_good_inputs_pass(tmp_path):
-    proc, _ = run_role(tmp_path, "validate", "validate.yml", GOOD)
+def test_good_inputs_pass(role_runner):
+    proc, _ = role_runner("validate", "validate.yml", GOOD)
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
@@ -35,8 +33,8 @@ def test_good_inputs_pass(tmp_path):
     ],
     ids=["format", "dir", "gpu-vendor-missing", "gpu-vendor-count", "taint-effect", "labels-list", "all-at-once"],
 )
-def test_bad_inputs_fail_naming_each_problem(tmp_path, bad, messages):
-    proc, _ = run_role(tmp_path, "validate", "validate.yml", {**GOOD, **bad})
+def test_bad_inputs_fail_naming_each_problem(role_runner, bad, messages):
+    proc, _ = role_runner("validate", "validate.yml", {**GOOD, **bad})
     assert proc.returncode != 0
     failure = proc.stdout[proc.stdout.index("FAILED!"):] if "FAILED!" in proc.stdout else proc.stdout
     for message in messages:
