@@ -30,7 +30,8 @@ def test_a_host_var_that_cannot_be_evaluated_is_named_before_any_host_is_contact
               for h, r in t["hosts"].items() if r.get("failed")]
     assert len(failed) == 1, failed
     task, host, msg = failed[0]
-    assert (task, host) == ("Check every host's variables against the roles' argument specs", "localhost"), failed
+    assert (task, host) == ("Check the inventory (hosts, YAML keys, names, addresses, proxy, every host's variables)",
+                            "localhost"), failed
     assert "nothing changed on any host" in msg, msg
     assert "clusterdos_package_mirror (on n2): cannot be evaluated: " in msg and "hostvars" in msg, msg
     # No host was contacted (their addresses lead nowhere: a connection would be
