@@ -25,11 +25,35 @@ def run_preflight(tmp_path: Path, inventory: dict) -> subprocess.CompletedProces
                           capture_output=True, text=True, env=env, check=False)
 
 
-def test_good_inventory_passes(tmp_path):
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"clusterdos_package_proxy": "http://10.0.0.254:3142"},
+        # Letters the URL patterns' escapes could be confused with (\s, \S): a proxy host
+        # with an "s", a Slurm site repository with its key by URL.
+        {"clusterdos_package_proxy": "http://squid.site.example:3128/"},
+    ],
+    ids=["proxy", "proxy-host-with-s"],
+)
+def test_good_inventory_passes(tmp_path, extra):
     inv = {"all": {"hosts": {"node1": {"ansible_host": "10.0.0.1"}, "node2": {"ansible_host": "10.0.0.2"}},
-                   "vars": {"clusterdos_package_proxy": "http://10.0.0.254:3142"}}}
+                   "vars": extra}}
     result = run_preflight(tmp_path, inv)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_slurm_site_repository_with_a_key_url_passes(tmp_path):
+    inv = {"all": {"vars": {"slurm_apt_repository": "deb [signed-by=/etc/apt/keyrings/slurm.asc] http://mirror.example/s bookworm main",
+                            "slurm_apt_repository_key_url": "https://mirror.example/keys/slurm.asc",
+                            "slurm_accounting_enabled": False},
+                   "children": {"slurm_controller": {"hosts": {"ctl": {"ansible_host": "10.0.0.1"}}},
+                                "slurm_compute": {"hosts": {"c1": {"ansible_host": "10.0.0.2"}}}}}}
+    result = run_preflight(tmp_path, inv)
+    assert result.returncode == 0, result.stdout + result.stderr
+    bad = {"all": {**inv["all"], "vars": {**inv["all"]["vars"], "slurm_apt_repository_key_url": "ftp://x/slurm.asc"}}}
+    result = run_preflight(tmp_path, bad)
+    assert result.returncode != 0
+    assert "slurm_apt_repository must be a one-line 'deb ...' source" in " ".join(result.stdout.split())
 
 
 @pytest.mark.parametrize(
