@@ -480,11 +480,17 @@ def preflight_pending(pattern: str, hostvars: Mapping[str, Any], checks: str = "
     playbooks/preflight_hosts.yml, the `hosts:` of a stage's own host-check play (a subset
     of them, run when the stage runs alone). HOSTVARS is empty while the run's first play
     is being templated (pass `hostvars | default({})`)."""
+    return NO_HOSTS if preflight_passed(hostvars, checks) else pattern
+
+
+def preflight_passed(hostvars: Mapping[str, Any], checks: str = "inventory") -> bool:
+    """Whether the CHECKS ("inventory" or "hosts", as for preflight_pending) passed in this
+    run: the marker the preflight sets on localhost. For a role's own copy of a check the
+    preflight already made (`when: not (hostvars | clusterdos.cluster.preflight_passed)`)."""
     if checks not in _PREFLIGHT_MARKERS:
-        raise AnsibleFilterError(f"preflight_pending: checks must be one of {sorted(_PREFLIGHT_MARKERS)}, got {checks!r}")
+        raise AnsibleFilterError(f"preflight_pending, preflight_passed: checks must be one of {sorted(_PREFLIGHT_MARKERS)}, got {checks!r}")
     local = hostvars.get("localhost") if hasattr(hostvars, "get") else None
-    passed = bool(local.get(_PREFLIGHT_MARKERS[checks], False)) if local is not None else False
-    return NO_HOSTS if passed else pattern
+    return bool(local.get(_PREFLIGHT_MARKERS[checks], False)) if local is not None else False
 
 
 class FilterModule:
@@ -493,4 +499,4 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {"node_addresses": node_addresses, "inventory_errors": inventory_errors, "node_gpus": node_gpus,
                 "duplicate_key_errors": duplicate_key_errors, "variable_errors": variable_errors,
-                "preflight_pending": preflight_pending}
+                "preflight_pending": preflight_pending, "preflight_passed": preflight_passed}

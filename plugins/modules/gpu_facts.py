@@ -29,12 +29,6 @@ options:
         C(gpu_driver_managed_by) or C(gpus.reboot_required) from the GPU roles.
     type: dict
     default: {}
-  declared:
-    description:
-      - The GPUs the inventory declares for this host (C(clusterdos_gpus), C([{vendor, type, count}])). When given,
-        C(declared_problem) says how they differ from what was found (count per vendor).
-    type: list
-    elements: dict
   architecture:
     description:
       - The NVIDIA GPU architecture (pascal ... blackwell) to assume when the device ID is not in the
@@ -119,10 +113,6 @@ ansible_facts:
     clusterdos_hw:
       description: O(facts) with C(gpus) set to what was found and O(publish) laid over it.
       type: dict
-declared_problem:
-  description: How O(declared) differs from the GPUs found (declared and found counts, PCI addresses); empty when they agree or nothing was declared.
-  returned: always
-  type: str
 kernel_modules_problem:
   description: Why I(kernel_modules) cannot drive the GPUs found (or I(architecture)); empty when it can or was not asked.
   returned: always
@@ -131,12 +121,11 @@ kernel_modules_problem:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import declared_mismatch, gpu_facts, open_modules_problem, publish
+from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import gpu_facts, open_modules_problem, publish
 
 ARGUMENT_SPEC = {
     "facts": {"type": "dict", "default": {}},
     "publish": {"type": "dict", "default": {}},
-    "declared": {"type": "list", "elements": "dict"},
     "sysfs_root": {"type": "path", "default": "/sys"},
     "architecture": {"type": "str", "default": ""},
     "kernel_modules": {"type": "str", "choices": ["open", "proprietary"]},
@@ -153,11 +142,8 @@ def main() -> None:
     gpus = gpu_facts(module.params["sysfs_root"], run=run, nvidia_smi=smi)
     architectures = [module.params["architecture"]] if module.params["architecture"] else gpus["architectures"]
     problem = open_modules_problem(architectures, module.params["kernel_modules"]) if module.params["kernel_modules"] else None
-    declared = module.params["declared"]
-    mismatch = declared_mismatch(declared, gpus) if declared else None
     hw = publish(module.params["facts"], "gpus", gpus, module.params["publish"])
-    module.exit_json(changed=False, gpus=gpus, kernel_modules_problem=problem or "", declared_problem=mismatch or "",
-                     ansible_facts={"clusterdos_hw": hw})
+    module.exit_json(changed=False, gpus=gpus, kernel_modules_problem=problem or "", ansible_facts={"clusterdos_hw": hw})
 
 
 if __name__ == "__main__":

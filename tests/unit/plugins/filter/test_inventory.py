@@ -49,3 +49,12 @@ def test_preflight_pending_until_each_kind_of_check_passed():
     assert preflight_pending("localhost", hosts_done) == "localhost"
     with pytest.raises(AnsibleFilterError, match="checks must be one of"):
         preflight_pending("all", hosts_done, "host")
+
+
+def test_preflight_passed_reads_the_same_markers():
+    from ansible_collections.clusterdos.cluster.plugins.filter.inventory import preflight_passed
+
+    assert preflight_passed({}) is False
+    assert preflight_passed({"localhost": {"__clusterdos_preflight_passed": True}}) is True
+    assert preflight_passed({"localhost": {"__clusterdos_preflight_passed": True}}, "hosts") is False
+    assert preflight_passed({"localhost": {"__clusterdos_host_checks_passed": True}}, "hosts") is True
