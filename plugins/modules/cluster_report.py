@@ -18,6 +18,9 @@ description:
     when a check's status on a host differs from the last JSON report, a check appears or goes, a file is created, or
     a file's mode is set (without a JSON report to compare with, any file written is a change). A re-run of a healthy
     cluster thus reports changed=0.
+  - Where the task runs on the controller itself (a local connection, as the validate role's report play does) and
+    O(mode) is octal, the action plugin writes the report in the controller's own process, without a module round
+    trip; elsewhere, or with a symbolic O(mode), this module runs on the target. Both write the same files.
 author:
   - clusterdOS developers (@clusterdos)
 attributes:
