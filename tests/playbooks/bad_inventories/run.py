@@ -174,8 +174,11 @@ def main() -> int:
         detail = (f"contacted {', '.join(r['contacted'])}" if r["contacted"] else
                   f"missing {r['missing']}" if r["missing"] else "")
         print(f"{r['verdict']:<13} {r['kind']:<40} {r['seconds']:>5}s {detail}")
-        if r["verdict"] != "REFUSED" and args.verbose:
-            print(r["error"] or r["output"][-2000:])
+        # Why a kind was not refused as expected, always (CI's log is all there is to read);
+        # -v prints the whole tail of the run.
+        if r["verdict"] != "REFUSED":
+            fatal = [line for line in r["output"].splitlines() if line.startswith(("fatal:", "failed:", "[ERROR]"))]
+            print(r["output"][-4000:] if args.verbose else "\n".join(fatal[-5:])[-2000:] or r["output"][-1500:])
     refused = sum(r["verdict"] == "REFUSED" for r in results)
     on_lab = sum(r["kind"].startswith("lab:") and r["verdict"] == "REFUSED" for r in results)
     print(f"bad inventories: {len(results)} kinds, {refused} refused before any change "
