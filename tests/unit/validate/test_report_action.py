@@ -1,6 +1,7 @@
 """cluster_report's action plugin through ansible-playbook: on the controller (a local
 connection, octal mode) the report is written in-process; with a symbolic mode the module
-runs. Both paths must write the same files, report the same changes and fail the same way."""
+runs. Both paths must write the same files and report the same changes; the in-process path
+fails with the module's own message (test_validate_modules checks the module's)."""
 
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def test_in_process_and_module_write_the_same_report(tmp_path: Path):
     assert failed["in-process"]["changed"] is True and failed["module"]["changed"] is True
 
 
-def test_both_paths_refuse_results_they_cannot_read(tmp_path: Path):
+def test_in_process_refuses_results_it_cannot_read_with_the_modules_message(tmp_path: Path):
     out = _run(tmp_path, [{"name": "x", "status": "green"}])
     message = "results must come from cluster_validate: result 0 has no name or an unknown status ('green')"
     assert out["in-process"]["failed"] is True and out["in-process"]["msg"] == message
