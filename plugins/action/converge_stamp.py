@@ -1,11 +1,12 @@
 # Copyright: clusterdOS developers
 # Apache License 2.0 (see LICENSE)
 """Action for clusterdos.cluster.converge_stamp: state=digest on the controller (it reads
-every play host's variables and facts); check and record run the module on the host."""
+every stage host's variables and facts); check and record run the module on the host."""
 
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, List
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
@@ -14,6 +15,25 @@ from ansible_collections.clusterdos.cluster.plugins.module_utils import converge
 
 # The collection's root: plugins/action/ is two levels below it.
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _stage_spec(spec: Any, default_hosts: List[str]) -> Dict[str, Any]:
+    """One stage of a digest request, checked: {stage, prefixes, hosts, ignore_facts}."""
+    if not isinstance(spec, dict):
+        raise AnsibleActionFail(f"converge_stamp: each of 'stages' must be a dict with 'stage', got {spec!r}")
+    stage, prefixes = spec.get("stage"), spec.get("prefixes") or []
+    hosts = spec.get("hosts", default_hosts)
+    ignore = spec.get("ignore_facts") or []
+    if not isinstance(stage, str) or not stage:
+        raise AnsibleActionFail("converge_stamp: 'stage' must be a non-empty string")
+    if not isinstance(prefixes, list) or not all(isinstance(p, str) and p for p in prefixes):
+        raise AnsibleActionFail(f"converge_stamp: 'prefixes' must be a list of non-empty strings, got {prefixes!r}")
+    if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
+        raise AnsibleActionFail(f"converge_stamp: the hosts of stage {stage} must be a list of host names, got {hosts!r}")
+    if not isinstance(ignore, list) or ignore and not set(ignore) <= set(cs.FACT_KEYS):
+        raise AnsibleActionFail(f"converge_stamp: 'ignore_facts' of stage {stage} must list facts of {', '.join(cs.FACT_KEYS)}; "
+                                f"got {ignore!r}")
+    return {"stage": stage, "prefixes": prefixes, "hosts": hosts, "ignore_facts": ignore}
 
 
 class ActionModule(ActionBase):
@@ -28,25 +48,39 @@ class ActionModule(ActionBase):
                                                module_args=dict(args), task_vars=task_vars))
             return result
 
-        stage = args.get("stage")
-        prefixes = args.get("prefixes") or []
-        if not isinstance(stage, str) or not stage:
-            raise AnsibleActionFail("converge_stamp: 'stage' must be a non-empty string")
-        if not isinstance(prefixes, list) or not all(isinstance(p, str) and p for p in prefixes):
-            raise AnsibleActionFail(f"converge_stamp: 'prefixes' must be a list of non-empty strings, got {prefixes!r}")
+        play_hosts = list(task_vars.get("ansible_play_hosts") or [task_vars.get("inventory_hostname")])
+        many = args.get("stages")
+        if many is not None:
+            if not isinstance(many, list) or not many:
+                raise AnsibleActionFail(f"converge_stamp: 'stages' must be a non-empty list, got {many!r}")
+            specs = [_stage_spec(s, play_hosts) for s in many]
+        else:
+            specs = [_stage_spec({"stage": args.get("stage"), "prefixes": args.get("prefixes") or []}, play_hosts)]
         hostvars = task_vars.get("hostvars", {})
-        hosts = list(task_vars.get("ansible_play_hosts") or [task_vars.get("inventory_hostname")])
-        digests = {}
-        for host in hosts:
-            host_vars = hostvars[host]
-            try:
-                facts = host_vars.get("ansible_facts") or {}
-            except Exception:  # noqa: BLE001 - a host without facts contributes none
-                facts = {}
-            inputs = cs.host_inputs(host_vars.keys(), facts, prefixes, lambda name, hv=host_vars: hv[name],
-                                    lambda name, hv=host_vars: hv.raw_get(name) if hasattr(hv, "raw_get") else None)
-            digests[host] = cs.host_digest(inputs)
         collection = cs.tree_digest(_ROOT)
-        result.update(changed=False, digest=cs.stage_digest(collection, stage, digests),
-                      inputs={"collection": collection, "hosts": dict(sorted(digests.items()))})
+        answers = {}
+        for spec in specs:
+            unknown = [h for h in spec["hosts"] if h not in hostvars]
+            if unknown:
+                raise AnsibleActionFail(f"converge_stamp: stage {spec['stage']} names hosts the inventory does not have: "
+                                        + ", ".join(unknown))
+            digests = {host: self._host_digest(hostvars[host], spec["prefixes"], spec["ignore_facts"]) for host in spec["hosts"]}
+            answers[spec["stage"]] = {"digest": cs.stage_digest(collection, spec["stage"], digests),
+                                      "inputs": {"collection": collection, "hosts": dict(sorted(digests.items()))}}
+        result["changed"] = False
+        if many is not None:
+            result["stages"] = answers
+        else:
+            result.update(answers[specs[0]["stage"]])
         return result
+
+    @staticmethod
+    def _host_digest(host_vars: Any, prefixes: List[str], ignore_facts: List[str]) -> str:
+        try:
+            facts = host_vars.get("ansible_facts") or {}
+        except Exception:  # noqa: BLE001 - a host without facts contributes none
+            facts = {}
+        inputs = cs.host_inputs(host_vars.keys(), facts, prefixes, lambda name: host_vars[name],
+                                lambda name: host_vars.raw_get(name) if hasattr(host_vars, "raw_get") else None,
+                                ignore_facts)
+        return cs.host_digest(inputs)

@@ -99,11 +99,13 @@ def tree_digest(root: str, parts: Iterable[str] = ("roles", "playbooks", "plugin
     return _TREE_CACHE[key]
 
 
-def select_facts(facts: Mapping[str, Any]) -> Dict[str, Any]:
-    """The facts of FACT_KEYS a host has (default_ipv4: its address parts only)."""
+def select_facts(facts: Mapping[str, Any], ignore: Iterable[str] = ()) -> Dict[str, Any]:
+    """The facts of FACT_KEYS a host has (default_ipv4: its address parts only), but those
+    named in IGNORE (facts a stage does not read: base reads no discovered hardware)."""
     chosen: Dict[str, Any] = {}
+    ignore = set(ignore)
     for key in FACT_KEYS:
-        if key not in facts:
+        if key not in facts or key in ignore:
             continue
         value = facts[key]
         if key == "default_ipv4" and isinstance(value, Mapping):
@@ -121,7 +123,8 @@ def select_vars(names: Iterable[str], prefixes: Iterable[str]) -> List[str]:
 
 
 def host_inputs(names: Iterable[str], facts: Mapping[str, Any], prefixes: Iterable[str],
-                resolve: Callable[[str], Any], raw: Callable[[str], Any]) -> Dict[str, Any]:
+                resolve: Callable[[str], Any], raw: Callable[[str], Any],
+                ignore_facts: Iterable[str] = ()) -> Dict[str, Any]:
     """What one host contributes to a stage's digest: its variables among NAMES that the
     stage reads (select_vars), and its facts. RESOLVE(name) returns a variable's templated
     value; where it raises, RAW(name), its text, stands in, marked, so a variable that
@@ -132,7 +135,7 @@ def host_inputs(names: Iterable[str], facts: Mapping[str, Any], prefixes: Iterab
             values[name] = resolve(name)
         except Exception:  # noqa: BLE001 - any templating failure: fall back to the text
             values[name] = {"unresolved": canonical(raw(name))}
-    return {"vars": values, "facts": select_facts(facts)}
+    return {"vars": values, "facts": select_facts(facts, ignore_facts)}
 
 
 def host_digest(inputs: Mapping[str, Any]) -> str:
@@ -252,6 +255,22 @@ def drift(record: Optional[Mapping[str, Any]], digest: str, active: Callable[[Li
         if now != expected:
             reasons.append(f"sysctl {key} is {now!r}, converged as {expected!r}")
     return reasons
+
+
+def check_stages(stages: Iterable[Any], directory: str,
+                 active: Callable[[List[str]], Dict[str, bool]]) -> Dict[str, Dict[str, Any]]:
+    """drift() for several stages on one host, in one call: STAGES are dicts with stage,
+    digest and inputs. Returns {stage: {current, reasons}}; a malformed item raises
+    ValueError naming it."""
+    answers: Dict[str, Dict[str, Any]] = {}
+    for item in stages:
+        if not isinstance(item, Mapping) or not isinstance(item.get("stage"), str) or not item.get("stage") \
+                or not isinstance(item.get("digest"), str) or not item.get("digest"):
+            raise ValueError(f"each of stages needs a stage name and its digest (the digest state's answer), got {item!r}")
+        reasons = drift(load_record(record_path(directory, item["stage"])), item["digest"], active,
+                        inputs=item.get("inputs") or {})
+        answers[item["stage"]] = {"current": not reasons, "reasons": reasons}
+    return answers
 
 
 def load_record(path: str) -> Optional[Dict[str, Any]]:

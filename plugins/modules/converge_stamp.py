@@ -21,16 +21,26 @@ description:
   - O(state=record) writes the record (changed only when it differs; nothing is written in check mode).
 options:
   stage:
-    description: The stage's name; the record is O(directory)/<stage>.json.
+    description:
+      - The stage's name; the record is O(directory)/<stage>.json. Required unless O(stages) is given.
     type: str
-    required: true
+  stages:
+    description:
+      - Several stages in one call, instead of O(stage). With O(state=digest), each item has C(stage), C(prefixes),
+        C(hosts) (the stage's hosts; default the play's) and C(ignore_facts) (facts of those the digest covers that the
+        stage does not read, e.g. C(clusterdos_hw) for base) and the answer is RV(stages), each stage's digest and
+        inputs. With O(state=check), each item has C(stage), C(digest) and C(inputs) (as the digest returned them),
+        the host is probed once for all of them, and RV(stages) holds each stage's C(current) and C(reasons).
+      - One round trip per host for every stage a run compares first (site.yml's host preflight), instead of one per stage.
+    type: list
+    elements: dict
   state:
     description: What to do.
     type: str
     choices: [digest, check, record]
     default: check
   digest:
-    description: The stage's digest from O(state=digest). Required for O(state=check) and O(state=record).
+    description: The stage's digest from O(state=digest). Required for O(state=check) with O(stage), and for O(state=record).
     type: str
   inputs:
     description:
@@ -89,6 +99,22 @@ EXAMPLES = r"""
     inputs: "{{ __stamp.inputs }}"
   register: __stamp_check
 
+- name: Two stages' digests in one task, each over its own hosts
+  clusterdos.cluster.converge_stamp:
+    state: digest
+    stages:
+      - {stage: base, prefixes: [base_], hosts: "{{ groups['all'] }}"}
+      - {stage: slurm, prefixes: [slurm_, munge_], hosts: "{{ groups['slurm_compute'] }}"}
+  run_once: true
+  register: __stamps
+
+- name: Compare this host with both records in one round trip
+  clusterdos.cluster.converge_stamp:
+    stages:
+      - {stage: base, digest: "{{ __stamps.stages.base.digest }}", inputs: "{{ __stamps.stages.base.inputs }}"}
+      - {stage: slurm, digest: "{{ __stamps.stages.slurm.digest }}", inputs: "{{ __stamps.stages.slurm.inputs }}"}
+  register: __stamps_check
+
 - name: Record the converge
   clusterdos.cluster.converge_stamp:
     stage: slurm
@@ -108,8 +134,16 @@ inputs:
   description: With O(state=digest), the parts of the digest (C(collection), C(hosts)).
   returned: when state is digest
   type: dict
+stages:
+  description:
+    - With O(stages) and O(state=digest), each stage's C(digest) and C(inputs), by stage name.
+    - With O(stages) and O(state=check), each stage's C(current) and C(reasons), by stage name.
+  returned: when stages is given
+  type: dict
 current:
-  description: With O(state=check), whether the host holds a record of O(digest) and nothing recorded drifted.
+  description:
+    - With O(state=check), whether the host holds a record of O(digest) and nothing recorded drifted (with O(stages),
+      whether that holds for every stage).
   returned: when state is check
   type: bool
 reasons:
@@ -142,7 +176,8 @@ def _active(module: AnsibleModule):
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "stage": {"type": "str", "required": True},
+            "stage": {"type": "str"},
+            "stages": {"type": "list", "elements": "dict"},
             "state": {"type": "str", "choices": ["digest", "check", "record"], "default": "check"},
             "digest": {"type": "str"},
             "inputs": {"type": "dict", "default": {}},
@@ -152,17 +187,29 @@ def main() -> None:
             "sysctls": {"type": "dict", "default": {}},
             "directory": {"type": "path", "default": "/var/lib/clusterdos/converged"},
         },
-        required_if=[("state", "check", ["digest"]), ("state", "record", ["digest"])],
+        required_one_of=[("stage", "stages")],
+        mutually_exclusive=[("stage", "stages")],
+        required_if=[("state", "record", ["stage", "digest"])],
         supports_check_mode=True,
     )
     p = module.params
     if p["state"] == "digest":
         module.fail_json(msg="state=digest runs on the controller: call clusterdos.cluster.converge_stamp as an "
                              "action (the collection's action plugin), not the module alone")
-    path = cs.record_path(p["directory"], p["stage"])
     if p["state"] == "check":
-        reasons = cs.drift(cs.load_record(path), p["digest"], _active(module), inputs=p["inputs"])
-        module.exit_json(changed=False, digest=p["digest"], current=not reasons, reasons=reasons)
+        if p["stages"] is None:
+            if not p["digest"]:
+                module.fail_json(msg="state=check with stage needs digest (the digest state's answer)")
+            reasons = cs.drift(cs.load_record(cs.record_path(p["directory"], p["stage"])), p["digest"], _active(module),
+                               inputs=p["inputs"])
+            module.exit_json(changed=False, digest=p["digest"], current=not reasons, reasons=reasons)
+        try:
+            answers = cs.check_stages(p["stages"], p["directory"], _active(module))
+        except ValueError as err:
+            module.fail_json(msg=str(err))
+        module.exit_json(changed=False, current=all(a["current"] for a in answers.values()), stages=answers)
+
+    path = cs.record_path(p["directory"], p["stage"])
 
     record = cs.build_record(p["stage"], p["digest"], p["paths"], p["services"], p["sysctls"], inputs=p["inputs"])
     text = cs.record_text(record)

@@ -205,3 +205,65 @@ def test_bad_prefixes_are_refused_with_a_message(tmp_path: Path):
     res = run_json(inventory, play)
     assert res.returncode == 2, res.stdout[-2000:]
     assert "'prefixes' must be a list of non-empty strings, got ['']" in res.stdout
+
+
+# The role's check entry point with two stages in one call (as site.yml's host preflight
+# compares base and Slurm): stage `first` on both hosts, stage `second` on h1 only and
+# listed `after: [first]`; then the record entry point records each (what each stage's
+# last play does). Two localhost hosts, each with its own record directory.
+ROLE_PLAY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: compare
+      ansible.builtin.include_role:
+        name: clusterdos.cluster.converge_stamp
+        tasks_from: check
+      vars:
+        converge_stamp_stages:
+          - {stage: first, prefixes: [first_], hosts: [h1, h2]}
+          - {stage: second, prefixes: [second_], hosts: [h1], after: [first]}
+    - name: decisions
+      ansible.builtin.debug:
+        msg: {skip: "{{ __clusterdos_converge_skip }}", asked: "{{ __converge_stamp_check.stages | default({}) | list }}"}
+    - name: record
+      ansible.builtin.include_role:
+        name: clusterdos.cluster.converge_stamp
+        tasks_from: record
+      vars:
+        converge_stamp_stage: "{{ item }}"
+        converge_stamp_roles: []
+      loop: "{{ ['first', 'second'] if inventory_hostname == 'h1' else ['first'] }}"
+      when: record | bool
+"""
+
+
+def _role_run(tmp_path: Path, first_value: str, record: bool) -> dict:
+    hosts = {h: {"ansible_connection": "local", "converge_stamp_dir": str(tmp_path / h)} for h in ("h1", "h2")}
+    inventory = tmp_path / "inv.json"
+    inventory.write_text(json.dumps({"all": {"hosts": hosts, "vars": {
+        "ansible_python_interpreter": sys.executable, "first_value": first_value, "second_value": "s",
+        "record": record}}}))
+    (tmp_path / "play.yml").write_text(ROLE_PLAY)
+    res = run_json(inventory, tmp_path / "play.yml")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    tasks = json.loads(res.stdout)["plays"][0]["tasks"]
+    return {h: next(t["hosts"][h]["msg"] for t in tasks if t["task"]["name"] == "decisions") for h in ("h1", "h2")}
+
+
+def test_two_stages_in_one_call_each_host_asked_only_its_own(tmp_path: Path):
+    # No records: both stages converge, both decided.
+    fresh = _role_run(tmp_path, "a", record=True)
+    assert fresh["h1"]["skip"] == {"first": False, "second": False} == fresh["h2"]["skip"]
+    assert fresh["h1"]["asked"] == ["first", "second"] and fresh["h2"]["asked"] == ["first"]
+    # Recorded with the same inputs: both skipped.
+    again = _role_run(tmp_path, "a", record=False)
+    assert again["h1"]["skip"] == {"first": True, "second": True} == again["h2"]["skip"]
+
+
+def test_a_later_stage_keeps_no_skip_where_an_earlier_one_converges(tmp_path: Path):
+    _role_run(tmp_path, "a", record=True)
+    # Only `first`'s inputs changed: it converges; `second` is current but runs after it, so
+    # it is left undecided (its own play compares again once `first` converged).
+    changed = _role_run(tmp_path, "b", record=False)
+    assert changed["h1"]["skip"] == {"first": False} == changed["h2"]["skip"]

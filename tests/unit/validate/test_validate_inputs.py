@@ -23,8 +23,10 @@ def test_good_inputs_pass(role_runner):
         ({"validate_report_formats": ["pdf"]}, ["validate_report_formats must list json, junit and/or html"]),
         ({"validate_report_dir": "relative"}, ["validate_report_dir must be an absolute path (got relative)"]),
         ({"validate_node_gpus": [{"type": "h100", "count": 8}]}, ["each GPU entry"]),
-        ({"validate_node_gpus": [{"vendor": "intel", "count": "eight"}]}, ["needs vendor nvidia or amd"]),
-        ({"validate_node_taints": ["gpu=true:Sometimes"]}, ["taints a list of KEY[=VALUE]:EFFECT"]),
+        ({"validate_node_gpus": [{"vendor": "intel", "count": "eight"}]}, ["needs vendor nvidia or amd",
+          "got [{", "eight"]),
+        ({"validate_node_taints": ["gpu=true:Sometimes"]}, ["taints a list of KEY[=VALUE]:EFFECT",
+                                                                    "got labels {", "taints [", "Sometimes"]),
         ({"validate_node_labels": ["zone=a"]}, ["node labels must be a mapping"]),
         # Several problems: one failure names each of them.
         ({"validate_report_dir": "relative", "validate_node_gpus": [{"vendor": "amd"}],
