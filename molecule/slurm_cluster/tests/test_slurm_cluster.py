@@ -9,6 +9,7 @@ molecule.yml), never from the files the roles wrote.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import subprocess
@@ -249,6 +250,42 @@ def test_a_re_run_takes_the_fast_path_and_a_drifted_host_converges_again(host):
     assert all(f"ok: [{n}]" in installed for n in GROUPS), installed
     assert sum(s["changed"] for s in recap(tagged.stdout).values()) == 0, recap(tagged.stdout)
     assert lab_host(CONTROLLER).check_output("sha256sum /var/lib/clusterdos/converged/slurm.json") == record
+
+
+def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_converged(host, tmp_path):
+    """site.yml (every stage, validation included) on the converged lab: its host preflight
+    compares base's and Slurm's records in one task (one round trip per host) and skips both
+    with changed=0. Then a base-managed file edited by hand on one compute node: base
+    converges (naming the file) and puts it back; Slurm's "skip" from the preflight does not
+    stand while base converges first, so the Slurm stage compares again in its own play,
+    after base, and is skipped there (playbooks/tasks/stage_compare.yml, `after: [base]`)."""
+    report = ["-e", json.dumps({"validate_report_dir": str(tmp_path / "report")})]
+    compare = "TASK [clusterdos.cluster.converge_stamp : Compare each host with its last converge (read-only)]"
+    fast = playbook("site.yml", *report)
+    assert fast.returncode == 0, fast.stdout[-4000:] + fast.stderr[-2000:]
+    assert sum(s["changed"] for s in recap(fast.stdout).values()) == 0, recap(fast.stdout)
+    assert "Stage base skipped: every host (4)" in fast.stdout and "Stage slurm skipped: every host (4)" in fast.stdout, \
+        fast.stdout[-4000:]
+    assert fast.stdout.count(compare) == 1, fast.stdout[-6000:]
+
+    node = COMPUTE[0]
+    sysctl_file = "/etc/sysctl.d/90-clusterdos.conf"
+    compute = lab_host(node)
+    before = compute.check_output(f"sha256sum {sysctl_file}")
+    compute.run_expect([0], f"echo '# edited by hand' >> {sysctl_file}")
+    repair = playbook("site.yml", *report)
+    assert repair.returncode == 0, repair.stdout[-4000:] + repair.stderr[-2000:]
+    flat = " ".join(repair.stdout.split())
+    assert f"Stage base converges: {node}: {sysctl_file} changed since the last converge" in flat, repair.stdout[-6000:]
+    assert "Stage slurm undecided: every host is as its last converge left it, but base converges first" in flat, \
+        repair.stdout[-6000:]
+    # Compared again in the Slurm stage's own play, after base: still as it was left.
+    assert repair.stdout.count(compare) == 2 and "Stage slurm skipped: every host (4)" in repair.stdout, \
+        repair.stdout[-6000:]
+    assert "Enable and start slurmd" not in repair.stdout and "TASK [clusterdos.cluster.munge :" not in repair.stdout
+    stats = recap(repair.stdout)
+    assert stats[node]["changed"] > 0 and all(stats[n]["changed"] == 0 for n in GROUPS if n != node), stats
+    assert compute.check_output(f"sha256sum {sysctl_file}") == before
 
 
 def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
