@@ -5,6 +5,7 @@ localhost (records in a temporary directory; no other host state is touched)."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -267,3 +268,33 @@ def test_a_later_stage_keeps_no_skip_where_an_earlier_one_converges(tmp_path: Pa
     # it is left undecided (its own play compares again once `first` converged).
     changed = _role_run(tmp_path, "b", record=False)
     assert changed["h1"]["skip"] == {"first": False} == changed["h2"]["skip"]
+
+
+def test_the_stages_between_base_and_slurm_touch_nothing_slurm_records():
+    """site.yml's host preflight reads Slurm's record before the GPU, RDMA and storage stages
+    run, and keeps its "skip" where base is skipped (playbooks/tasks/stage_compare.yml). That
+    holds only while the stages between base and Slurm manage nothing Slurm records (its
+    files, the munge key, MariaDB's, their services): none of their roles' tasks, templates,
+    variables or handlers may name Slurm, munge or MariaDB (comments aside)."""
+    root = Path(__file__).resolve().parents[3]
+    site = (root / "playbooks" / "site.yml").read_text()
+    order = re.findall(r"import_playbook: stages/(\w+)\.yml", site)
+    between = order[order.index("base") + 1:order.index("slurm")]
+    assert between == ["gpu", "rdma", "storage"], order  # the stages this test reads; a new one joins them
+    roles = set()
+    for stage in between:
+        text = (root / "playbooks" / "stages" / f"{stage}.yml").read_text()
+        roles |= set(re.findall(r"clusterdos\.cluster\.(\w+)", text))
+        for tasks in re.findall(r"import_tasks: \.\./tasks/(\w+\.yml)", text):
+            roles |= set(re.findall(r"clusterdos\.cluster\.(\w+)", (root / "playbooks" / "tasks" / tasks).read_text()))
+    assert {"nvidia_gpu", "amd_gpu", "rdma", "nfs_server", "nfs_client", "lustre_client", "hardware_facts"} <= roles, roles
+    named = []
+    for role in sorted(roles):
+        for part in ("tasks", "templates", "vars", "defaults", "handlers", "files"):
+            for path in sorted((root / "roles" / role / part).rglob("*")):
+                if not path.is_file():
+                    continue
+                for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                    if not line.strip().startswith("#") and re.search(r"slurm|munge|mariadb", line, re.I):
+                        named.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    assert named == [], named
