@@ -39,10 +39,19 @@ CACHE = ROOT / ".cache" / "k8s"
 VENV_BIN = ROOT / ".venv" / "bin"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(count: int) -> list[int]:
+    """COUNT distinct free ports on 127.0.0.1: the sockets are held together until all are
+    bound, so the kernel cannot hand the same port out twice (picked one at a time, a port
+    just released could come back: etcd once got the same port for its client and peer URLs
+    and could not start)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def binary(name: str) -> Path:
@@ -186,7 +195,7 @@ def start_apiserver(workdir: Path) -> ApiServer:
     """etcd and kube-apiserver on loopback with this session's certificates; returns once /readyz passes."""
     workdir.mkdir(parents=True, exist_ok=True)
     _certificates(workdir)
-    etcd_client, etcd_peer, secure = free_port(), free_port(), free_port()
+    etcd_client, etcd_peer, secure, metrics = free_ports(4)
     procs, logs = [], []
 
     def spawn(argv: list, name: str) -> None:
@@ -201,7 +210,7 @@ def start_apiserver(workdir: Path) -> ApiServer:
            "--listen-peer-urls", f"http://127.0.0.1:{etcd_peer}",
            "--initial-advertise-peer-urls", f"http://127.0.0.1:{etcd_peer}",
            "--initial-cluster", f"test=http://127.0.0.1:{etcd_peer}",
-           "--listen-metrics-urls", f"http://127.0.0.1:{free_port()}",
+           "--listen-metrics-urls", f"http://127.0.0.1:{metrics}",
            "--quota-backend-bytes", str(2 * 1024 ** 3)], "etcd")
     try:
         _ready(f"http://127.0.0.1:{etcd_client}/health", workdir, procs, logs, "etcd", 60)
