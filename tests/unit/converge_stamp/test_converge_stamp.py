@@ -59,6 +59,21 @@ def test_facts_the_roles_read_count_and_counters_do_not():
     assert cs.host_digest(_inputs({}, {**base, "clusterdos_hw": {"gpus": {"count": 1}}})) != digest
 
 
+def test_a_fact_a_module_returned_counts_as_a_fact_only_and_not_where_the_stage_ignores_it():
+    """The hardware_facts module returns clusterdos_hw as a fact, and Ansible also makes it a
+    variable of that name: with the `clusterdos_` prefix it would count as a variable too, so
+    base (which ignores the fact) got another digest once site.yml discovered the hardware
+    before comparing base's record than base.yml alone, which discovers none."""
+    hw = {"gpus": {"count": 1}}
+    variables = {"clusterdos_x": 1, "clusterdos_hw": hw}
+    inputs = cs.host_inputs(variables, {"clusterdos_hw": hw}, ["clusterdos_"], variables.__getitem__,
+                            variables.__getitem__, ignore_facts=["clusterdos_hw"])
+    plain = cs.host_inputs({"clusterdos_x": 1}, {}, ["clusterdos_"], variables.__getitem__, variables.__getitem__)
+    assert inputs == plain == {"vars": {"clusterdos_x": 1}, "facts": {}}
+    counted = cs.host_inputs(variables, {"clusterdos_hw": hw}, ["clusterdos_"], variables.__getitem__, variables.__getitem__)
+    assert counted == {"vars": {"clusterdos_x": 1}, "facts": {"clusterdos_hw": hw}}
+
+
 def test_a_variable_that_cannot_be_resolved_counts_by_its_text():
     variables = {"slurm_db_password": "{{ vault_password }}"}
 
