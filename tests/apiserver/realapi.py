@@ -44,7 +44,7 @@ def free_ports(count: int) -> list[int]:
     bound, so the kernel cannot hand the same port out twice (picked one at a time, a port
     just released could come back: etcd once got the same port for its client and peer URLs
     and could not start)."""
-    sockets = [socket.socket() for _ in range(count)]
+    sockets = [socket.socket() for _number in range(count)]
     try:
         for s in sockets:
             s.bind(("127.0.0.1", 0))
