@@ -197,16 +197,16 @@ def main() -> None:
         module.fail_json(msg="state=digest runs on the controller: call clusterdos.cluster.converge_stamp as an "
                              "action (the collection's action plugin), not the module alone")
     if p["state"] == "check":
-        if p["stages"] is None:
-            if not p["digest"]:
-                module.fail_json(msg="state=check with stage needs digest (the digest state's answer)")
-            reasons = cs.drift(cs.load_record(cs.record_path(p["directory"], p["stage"])), p["digest"], _active(module),
-                               inputs=p["inputs"])
-            module.exit_json(changed=False, digest=p["digest"], current=not reasons, reasons=reasons)
+        if p["stages"] is None and not p["digest"]:
+            module.fail_json(msg="state=check with stage needs digest (the digest state's answer)")
+        items = p["stages"] if p["stages"] is not None else [
+            {"stage": p["stage"], "digest": p["digest"], "inputs": p["inputs"]}]
         try:
-            answers = cs.check_stages(p["stages"], p["directory"], _active(module))
+            answers = cs.check_stages(items, p["directory"], _active(module))
         except ValueError as err:
             module.fail_json(msg=str(err))
+        if p["stages"] is None:
+            module.exit_json(changed=False, digest=p["digest"], **answers[p["stage"]])
         module.exit_json(changed=False, current=all(a["current"] for a in answers.values()), stages=answers)
 
     path = cs.record_path(p["directory"], p["stage"])
