@@ -36,7 +36,8 @@ VM_SSH_TIMEOUT = float(os.environ.get("CLUSTERDOS_LAB_VM_SSH_TIMEOUT", "300"))
 def _save(spec: LabSpec) -> None:
     data = {"name": spec.name, "backend": spec.backend, "subnet": spec.subnet, "bridge": spec.bridge,
             "vars": spec.vars,
-            "hosts": [{"name": h.name, "groups": h.groups, "memory_mib": h.memory_mib} for h in spec.hosts]}
+            "hosts": [{"name": h.name, "groups": h.groups, "memory_mib": h.memory_mib,
+                       **({"cpuset": h.cpuset} if h.cpuset else {})} for h in spec.hosts]}
     (spec.state_dir / "lab.yml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
@@ -114,7 +115,8 @@ def _wait_ssh(spec: LabSpec, timeout: float) -> None:
 
 def cmd_up(args: argparse.Namespace) -> int:
     require_root()
-    spec = build_spec(args.name, args.backend, args.subnet, args.host or [], args.hosts, args.layout, args.memory)
+    spec = build_spec(args.name, args.backend, args.subnet, args.host or [], args.hosts, args.layout, args.memory,
+                      args.cpuset)
     common_tools = ("debootstrap", "apt-cacher-ng", "iptables", "ip6tables", "ssh", "ssh-keygen")
     if spec.backend == "qemu":
         require_tools(*common_tools, *qemu.TOOLS)
@@ -254,6 +256,8 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--backend", choices=["podman", "qemu"])
     up.add_argument("--subnet", help="private IPv4 subnet for the lab bridge")
     up.add_argument("--memory", type=int, help="memory per host in MiB (default 512)")
+    up.add_argument("--cpuset", help="CPUs the new podman hosts may run on, e.g. 1 or 1-3 (default: any); "
+                    "keeps their work off the controller's CPUs when measuring it")
     up.set_defaults(func=cmd_up)
     down = sub.add_parser("down", parents=[common], help="remove every host, rule, process and file the lab made")
     down.add_argument("--purge", action="store_true", help="also remove the cached host image")

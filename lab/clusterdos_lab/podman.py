@@ -87,6 +87,7 @@ def start_hosts(spec: LabSpec, image: str, pubkey_path: str) -> None:
             "--cap-drop", "SYS_TIME",
             "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768",
             "--memory", f"{host.memory_mib}m",
+            *(["--cpuset-cpus", host.cpuset] if host.cpuset else []),
             "--no-hosts", "--dns", "none",
             "--volume", f"{pubkey_path}:/root/.ssh/authorized_keys:ro,Z", *volumes,
             "--tmpfs", "/tmp", "--tmpfs", "/run", "--tmpfs", "/run/lock",

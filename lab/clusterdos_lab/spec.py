@@ -35,6 +35,8 @@ class HostSpec:
     name: str
     groups: list[str] = field(default_factory=list)
     memory_mib: int = 512
+    # CPUs the host may run on (podman --cpuset-cpus), e.g. "1" or "1-3"; "" = any.
+    cpuset: str = ""
 
 
 @dataclass
@@ -104,20 +106,25 @@ def load_layout(ref: str) -> dict:
 
 
 def build_spec(name: str, backend: str | None, subnet: str | None, hosts: list[str],
-               count: int | None, layout: str | None, memory_mib: int | None) -> LabSpec:
+               count: int | None, layout: str | None, memory_mib: int | None,
+               cpuset: str | None = None) -> LabSpec:
     data: dict = load_layout(layout) if layout else {}
     host_specs: list[HostSpec] = []
     for entry in data.get("hosts", []) or []:
         if not isinstance(entry, dict) or "name" not in entry:
             raise LabError(f"layout host entry {entry!r}: expected a mapping with 'name' and 'groups'")
         host_specs.append(HostSpec(name=str(entry["name"]), groups=list(entry.get("groups") or []),
-                                   memory_mib=int(entry.get("memory_mib", 512))))
+                                   memory_mib=int(entry.get("memory_mib", 512)),
+                                   cpuset=str(entry.get("cpuset", ""))))
     host_specs += [parse_host_arg(h) for h in hosts]
     if count:
         host_specs += [HostSpec(name=f"{name}-{i}", groups=["lab"]) for i in range(1, count + 1)]
     if memory_mib:
         for h in host_specs:
             h.memory_mib = memory_mib
+    if cpuset:
+        for h in host_specs:
+            h.cpuset = cpuset
     spec = LabSpec(
         name=name,
         backend=backend or data.get("backend", "podman"),
@@ -156,3 +163,29 @@ def validate(spec: LabSpec) -> None:
                 raise LabError(f"host {h.name}: group {g!r} is not a valid inventory group name")
         if h.memory_mib < 128:
             raise LabError(f"host {h.name}: memory_mib {h.memory_mib} is below 128")
+        if h.cpuset:
+            validate_cpuset(h.name, h.cpuset, spec.backend)
+
+
+CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+def cpuset_cpus(text: str) -> set[int]:
+    """The CPU numbers of a cpuset list such as "1", "1-3" or "0,2-3"."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def validate_cpuset(host: str, text: str, backend: str) -> None:
+    if backend != "podman":
+        raise LabError(f"host {host}: cpuset {text!r} applies to podman hosts only (backend {backend})")
+    if not CPUSET_RE.match(text) or any(int(b) < int(a) for a, b in re.findall(r"(\d+)-(\d+)", text)):
+        raise LabError(f"host {host}: cpuset {text!r} is not a CPU list; write it like 1, 1-3 or 0,2-3")
+    usable = os.sched_getaffinity(0)
+    missing = sorted(cpuset_cpus(text) - usable)
+    if missing:
+        raise LabError(f"host {host}: cpuset {text!r} names CPU(s) {', '.join(map(str, missing))} that this "
+                       f"machine does not offer (usable: {', '.join(map(str, sorted(usable)))})")

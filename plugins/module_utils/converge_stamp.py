@@ -126,9 +126,10 @@ def host_inputs(names: Iterable[str], facts: Mapping[str, Any], prefixes: Iterab
                 resolve: Callable[[str], Any], raw: Callable[[str], Any],
                 ignore_facts: Iterable[str] = ()) -> Dict[str, Any]:
     """What one host contributes to a stage's digest: its variables among NAMES that the
-    stage reads (select_vars) but its facts' names, and its facts (but IGNORE_FACTS). RESOLVE(name) returns a variable's templated
-    value; where it raises, RAW(name), its text, stands in, marked, so a variable that
-    cannot be resolved here still counts (a change of its text changes the digest)."""
+    stage reads (select_vars), leaving out its facts' names, and its facts (leaving out
+    IGNORE_FACTS). RESOLVE(name) returns a variable's templated value; where it raises,
+    RAW(name), its text, stands in, marked, so a variable that cannot be resolved here
+    still counts (a change of its text changes the digest)."""
     values: Dict[str, Any] = {}
     # A fact a module returned is also a variable of the same name (clusterdos_hw): it counts
     # as a fact, where the stage reads it (select_facts), never as a variable.

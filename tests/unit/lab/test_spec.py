@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 
 import pytest
 
-from clusterdos_lab.spec import SUBNET_POOL, build_spec, default_subnet
+from clusterdos_lab.spec import SUBNET_POOL, build_spec, cpuset_cpus, default_subnet
 from clusterdos_lab.util import LabError
 
 
@@ -49,10 +50,23 @@ def test_site_layout_loads():
         ({"hosts": ["a=all"]}, "not a valid inventory group"),
         ({"hosts": [], "count": None}, "no hosts"),
         ({"layout": "no-such-layout"}, "not found"),
+        ({"cpuset": "1;2"}, "not a CPU list"),
+        ({"cpuset": "3-1"}, "not a CPU list"),
+        ({"cpuset": "4096"}, "does not offer"),
+        ({"cpuset": "0", "backend": "qemu"}, "podman hosts only"),
     ],
 )
 def test_bad_input_is_refused_with_a_reason(kwargs, message):
-    args = {"name": "ok", "backend": None, "subnet": None, "hosts": ["h1"], "count": None, "layout": None, "memory": None}
+    args = {"name": "ok", "backend": None, "subnet": None, "hosts": ["h1"], "count": None, "layout": None, "memory": None,
+            "cpuset": None}
     args.update(kwargs)
     with pytest.raises(LabError, match=message):
-        build_spec(args["name"], args["backend"], args["subnet"], args["hosts"], args["count"], args["layout"], args["memory"])
+        build_spec(args["name"], args["backend"], args["subnet"], args["hosts"], args["count"], args["layout"], args["memory"],
+                   args["cpuset"])
+
+
+def test_cpuset_reaches_every_host_and_reads_as_cpu_numbers():
+    usable = min(os.sched_getaffinity(0))
+    spec = build_spec("t4", None, None, ["a", "b"], None, None, None, str(usable))
+    assert [h.cpuset for h in spec.hosts] == [str(usable), str(usable)]
+    assert cpuset_cpus("0,2-4,7") == {0, 2, 3, 4, 7}
