@@ -53,10 +53,12 @@ site: lab-up
 lab-down:
 	clusterdos-lab down --name $(LAB)
 
-# Each converge benchmark with Ansible's stock executor, and the Slurm ones also with
-# Mitogen's (the molecule scenarios' executor; docs/testing.md).
+# base.yml's controller cost per host on 1, 10 and 50 lab hosts with the collection's strategy
+# (ansible.cfg's; 50 hosts need fs.inotify.max_user_instances raised, which the lab says), then
+# each Slurm converge benchmark with Ansible's stock executor and with Mitogen's (the molecule
+# scenarios' executor; docs/testing.md).
 bench: setup
-	python3 benchmarks/lab_and_base.py
+	python3 benchmarks/lab_and_base.py --hosts 1 10 50 --memory 256
 	python3 benchmarks/engine_scaling.py --lab
 	python3 benchmarks/slurm.py
 	python3 benchmarks/slurm.py --executor mitogen

@@ -31,18 +31,23 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     return proc
 
 
-def add_executor_argument(parser) -> None:
-    """--executor stock|mitogen, which executor_env() turns into the playbook's environment."""
-    parser.add_argument("--executor", choices=("stock", "mitogen"), default="stock",
-                        help="Ansible's stock linear strategy or Mitogen's (default: %(default)s; docs/testing.md)")
+def add_executor_argument(parser, default: str = "stock") -> None:
+    """--executor stock|collection|mitogen, which executor_env() turns into the playbook's environment."""
+    parser.add_argument("--executor", choices=("stock", "collection", "mitogen"), default=default,
+                        help="Ansible's own linear strategy, the collection's (clusterdos.cluster.linear, what "
+                             "ansible.cfg sets) or Mitogen's (default: %(default)s; docs/testing.md)")
 
 
 def executor_env(executor: str) -> dict[str, str]:
-    """Environment for ansible-playbook with EXECUTOR: "stock" (Ansible's linear strategy, what
-    ansible.cfg gives) or "mitogen" (the pinned Mitogen's linear strategy without CPU pinning,
-    molecule/_shared/strategy: what the molecule scenarios use, docs/testing.md)."""
+    """Environment for ansible-playbook with EXECUTOR: "stock" (ansible.builtin.linear, what
+    ansible-playbook runs without a setting), "collection" (clusterdos.cluster.linear: the same,
+    waiting for a free worker without polling hard; this checkout's ansible.cfg) or "mitogen" (the
+    pinned Mitogen's linear strategy without CPU pinning, molecule/_shared/strategy: what the
+    molecule scenarios use, docs/testing.md)."""
     if executor == "stock":
-        return {"ANSIBLE_STRATEGY": "linear"}
+        return {"ANSIBLE_STRATEGY": "ansible.builtin.linear"}
+    if executor == "collection":
+        return {"ANSIBLE_STRATEGY": "clusterdos.cluster.linear"}
     plugins = ROOT / "molecule" / "_shared" / "strategy"
     return {"ANSIBLE_STRATEGY": "mitogen_linear", "ANSIBLE_STRATEGY_PLUGINS": str(plugins)}
 
