@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -296,6 +297,11 @@ def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_conver
                for host in re.findall(r"^changed: \[([^\]]+)\]", section, re.M)]
     assert ("clusterdos.cluster.base : Write the sysctl drop-in", node) in changed, changed
     assert all(t.startswith("clusterdos.cluster.base :") for t, h in changed if h != "localhost"), changed
+    # Named in pytest's warnings summary, which a passing run's log keeps too: what an earlier
+    # test left for base to put back (not yet traced to its test).
+    others = [(t, h) for t, h in changed if h not in (node, "localhost")]
+    if others:
+        warnings.warn(f"base also changed on hosts not edited by this test: {others}", stacklevel=1)
     assert compute.check_output(f"sha256sum {sysctl_file}") == before
 
 
