@@ -22,7 +22,7 @@ description:
   - A task's C(throttle) is honoured as C(ansible.builtin.linear) honours it; a C(throttle) given as a
     template waits for any free slot first, then for a slot within the throttle as the built-in does.
   - Code that recognises Ansible's strategy by its short name C(linear) sees another strategy, as it does
-    for the name C(ansible.builtin.linear): the C(ansible.posix.json) callback then lists each task once per
+    for the name C(ansible.builtin.linear); the C(ansible.posix.json) callback then lists each task once per
     host instead of once for all hosts, and the task debugger's redo of a failed C(run_once) task restores
     only that host.
 author:
