@@ -278,6 +278,8 @@ def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_conver
     compute = lab_host(node)
     before = compute.check_output(f"sha256sum {sysctl_file}")
     compute.run_expect([0], f"echo '# edited by hand' >> {sysctl_file}")
+    # What base puts back on a host this test does not edit (named below when it changes).
+    hosts_before = lab_host(CONTROLLER).file("/etc/hosts").content_string
     repair = playbook("site.yml", *report)
     assert repair.returncode == 0, repair.stdout[-4000:] + repair.stderr[-2000:]
     flat = " ".join(repair.stdout.split())
@@ -301,7 +303,9 @@ def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_conver
     # test left for base to put back (not yet traced to its test).
     others = [(t, h) for t, h in changed if h not in (node, "localhost")]
     if others:
-        warnings.warn(f"base also changed on hosts not edited by this test: {others}", stacklevel=1)
+        hosts_after = lab_host(CONTROLLER).file("/etc/hosts").content_string
+        warnings.warn(f"base also changed on hosts not edited by this test: {others}; {CONTROLLER}'s /etc/hosts "
+                      f"before: {hosts_before!r}, after: {hosts_after!r}", stacklevel=1)
     assert compute.check_output(f"sha256sum {sysctl_file}") == before
 
 
