@@ -1,7 +1,7 @@
 """clusterdos.cluster.linear: ansible.builtin.linear that waits for a free worker with a back-off.
 
-The pure functions are tested with stand-in workers (objects whose is_alive() answers from a
-list) and with real processes; the strategy itself runs a real ansible-playbook on local hosts
+The pure functions are tested with stand-in workers (objects whose is_alive() is true for a
+set number of looks) and with real processes; the strategy itself runs a real ansible-playbook on local hosts
 with fewer forks than hosts, so that every task waits for worker slots.
 """
 
