@@ -56,14 +56,18 @@ lab-down:
 # base.yml's controller cost per host on 1, 10 and 50 lab hosts with the collection's strategy
 # (ansible.cfg's; 50 hosts need fs.inotify.max_user_instances raised, which the lab says), then
 # each Slurm converge benchmark with Ansible's stock executor and with Mitogen's (the molecule
-# scenarios' executor; docs/testing.md).
+# scenarios' executor; docs/testing.md), and adding a Slurm compute node to 4, 8 and 14 hosts
+# and through add_node.yml in one run.
 bench: setup
 	python3 benchmarks/lab_and_base.py --hosts 1 10 50 --memory 256
 	python3 benchmarks/engine_scaling.py --lab
 	python3 benchmarks/slurm.py
 	python3 benchmarks/slurm.py --executor mitogen
 	python3 benchmarks/slurm.py --site
-	python3 benchmarks/slurm_add_node.py
+	python3 benchmarks/slurm_add_node.py --executor collection --compute 2
+	python3 benchmarks/slurm_add_node.py --executor collection --compute 6
+	python3 benchmarks/slurm_add_node.py --executor collection --compute 12
+	python3 benchmarks/slurm_add_node.py --executor collection --one-run
 	python3 benchmarks/slurm_add_node.py --executor mitogen
 	python3 benchmarks/kubeadm_cluster.py
 

@@ -28,7 +28,8 @@ from slurm_lab import ROOT, SCENARIO, SlurmLab, add_executor_argument, load, slo
 
 
 def describe(label: str, fig: dict, hosts: list[str]) -> str:
-    return (f"{label:<18}{fig['seconds']:7.1f} s  tasks={fig['tasks']} changed={fig['changed']}"
+    return (f"{label:<18}{fig['seconds']:7.1f} s  controller CPU {fig['cpu']:.1f} s  tasks={fig['tasks']}"
+            f" changed={fig['changed']}"
             f"  ran per host: " + ", ".join(f"{h} {fig['ran'].get(h, 0)}" for h in hosts))
 
 

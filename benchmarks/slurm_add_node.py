@@ -7,6 +7,8 @@ molecule/slurm_cluster (controller + slurmdbd, two compute nodes, one login host
   add node         a fifth host (compute): base.yml on it alone (--limit NEW,localhost;
                    --base-on-all: on every host), then slurm_add_node.yml
   no-op add node   slurm_add_node.yml again, with nothing to add
+  --one-run        the add (and the no-op add) as playbooks/add_node.yml -e node=NEW instead:
+                   every stage the node's groups call for, in one ansible-playbook run
 
 For each playbook run: seconds, task headers, changed, and the tasks that ran (ok+changed
 in the recap) on the new host and on each existing host -- the existing hosts' share is
@@ -14,7 +16,11 @@ what must stay small and independent of the cluster's size. The slowest tasks of
 come from the profile_tasks callback. Prints figures and the load average; asserts nothing
 about time. Starts its own lab and removes it afterwards (--keep leaves it up).
 
-    python3 benchmarks/slurm_add_node.py [--name bench-slurm-add] [--keep]
+With --compute N the lab starts N compute nodes instead of the scenario's two (more hosts
+named slurm-cx1, slurm-cx2, ... in group slurm_compute), so that runs at several sizes show
+whether the add's cost depends on the cluster's size (issue 18, item 3).
+
+    python3 benchmarks/slurm_add_node.py [--name bench-slurm-add] [--keep] [--compute N]
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from slurm_lab import NEW_NODE, ROOT, SCENARIO, SlurmLab, add_executor_argument,
 def describe(label: str, fig: dict, hosts: list[str], new: str | None = None) -> list[str]:
     ran = fig["ran"]
     others = [h for h in hosts if h != new]
-    line = f"{label:<26}{fig['seconds']:7.1f} s  tasks={fig['tasks']} changed={fig['changed']}"
+    line = (f"{label:<26}{fig['seconds']:7.1f} s  controller CPU {fig['cpu']:.1f} s  tasks={fig['tasks']}"
+            f" changed={fig['changed']}")
     if new:
         line += f"  ran on {new}: {ran.get(new, 0)}; on each other host: " + \
             ", ".join(f"{h} {ran.get(h, 0)}" for h in others)
@@ -46,10 +53,22 @@ def main() -> int:
     ap.add_argument("--base-on-all", action="store_true",
                     help="run base.yml on every host before the add (the path before slurm_add_node.yml updated "
                          "the other hosts' /etc/hosts itself), not on the new node alone")
+    ap.add_argument("--one-run", action="store_true",
+                    help="add the node with playbooks/add_node.yml -e node=NEW (every stage in one run, the "
+                         "one-command path) instead of base.yml on the new node, then slurm_add_node.yml")
+    ap.add_argument("--log-dir", help="save each playbook run's output there (NN-playbook.log)")
+    ap.add_argument("--compute", type=int, default=2,
+                    help="compute nodes before the add (default: %(default)s, the scenario's; at least 2)")
     args = ap.parse_args()
+    if args.one_run and args.base_on_all:
+        ap.error("--one-run and --base-on-all are two different add paths; give one")
+    if args.compute < 2:
+        ap.error(f"--compute {args.compute}: the scenario has two compute nodes; give 2 or more")
+    extra = [f"slurm-cx{i}=slurm_compute" for i in range(1, args.compute - 1)]
     lines: list[str] = []
     loads = [load()]
-    with SlurmLab(args.name, keep=args.keep, executor=args.executor) as lab:
+    with SlurmLab(args.name, keep=args.keep, executor=args.executor, extra=extra,
+                   log_dir=args.log_dir) as lab:
         names = list(lab.names)
         first = lab.playbook(SCENARIO / "converge.yml")
         share = first["seconds"] / len(names)
@@ -58,22 +77,30 @@ def main() -> int:
         loads.append(load())
 
         lab.up(f"{NEW_NODE}=slurm_compute")
-        limit = [] if args.base_on_all else ["--limit", f"{NEW_NODE},localhost"]
-        base = lab.playbook(ROOT / "playbooks" / "base.yml", *limit)
-        add = lab.playbook(ROOT / "playbooks" / "slurm_add_node.yml", profile=True)
-        lines += describe("add node: base.yml" + ("" if args.base_on_all else " (new)"), base, names + [NEW_NODE], NEW_NODE)
-        lines += describe("add node: slurm_add_node", add, names + [NEW_NODE], NEW_NODE)
-        total = base["seconds"] + add["seconds"]
+        all_hosts = names + [NEW_NODE]
+        if args.one_run:
+            steps = [("add node: add_node.yml", ROOT / "playbooks" / "add_node.yml", ["-e", f"node={NEW_NODE}"])]
+        else:
+            limit = [] if args.base_on_all else ["--limit", f"{NEW_NODE},localhost"]
+            steps = [("add node: base.yml" + ("" if args.base_on_all else " (new)"), ROOT / "playbooks" / "base.yml", limit),
+                     ("add node: slurm_add_node", ROOT / "playbooks" / "slurm_add_node.yml", [])]
+        total = 0.0
+        for i, (label, path, extra_args) in enumerate(steps):
+            # The last step is the one whose slowest tasks are printed.
+            fig = lab.playbook(path, *extra_args, profile=i == len(steps) - 1)
+            lines += describe(label, fig, all_hosts, NEW_NODE)
+            total += fig["seconds"]
+        _label, add_path, add_args = steps[-1]
         lines.append(f"{'add node total':<26}{total:7.1f} s  = {total / share:.2f}x the per-host share,"
                      f" {100 * total / first['seconds']:.0f}% of the first converge")
         loads.append(load())
-        noop = lab.playbook(ROOT / "playbooks" / "slurm_add_node.yml")
-        lines += describe("no-op add node", noop, names + [NEW_NODE], NEW_NODE)
+        noop = lab.playbook(add_path, *add_args)
+        lines += describe("no-op add node", noop, all_hosts, NEW_NODE)
         loads.append(load())
     print(f"executor: {args.executor}")
     print(f"hosts: {', '.join(names)} + {NEW_NODE} (new)")
     print("\n".join(lines))
-    print("\n".join(slowest("slurm_add_node.yml", add)))
+    print("\n".join(slowest(add_path.name, fig)))
     print(f"load average (1/5/15 min) at start and after each step: {'  '.join(loads)} on {os.cpu_count()} CPUs")
     return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -63,12 +64,17 @@ class SlurmLab:
     Use as a context manager: the lab is removed on exit unless keep is set.
     """
 
-    def __init__(self, name: str, keep: bool = False, executor: str = "stock"):
+    def __init__(self, name: str, keep: bool = False, executor: str = "stock", extra: list[str] | None = None,
+                 log_dir: str | None = None):
+        """extra: more hosts (NAME=GROUP,...) started with the scenario's from the start; log_dir:
+        where each playbook run's output is saved (NN-playbook.log), None for nowhere."""
+        self.log_dir = Path(log_dir) if log_dir else None
+        self.runs = 0
         self.name = name
         self.keep = keep
         self.platforms = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["platforms"]
-        self.names = [p["name"] for p in self.platforms]
-        self.extra: list[str] = []
+        self.extra: list[str] = list(extra or [])
+        self.names = [p["name"] for p in self.platforms] + [e.split("=", 1)[0] for e in self.extra]
         self.inventory = ""
         self.env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
                         **executor_env(executor))
@@ -99,20 +105,29 @@ class SlurmLab:
     def playbook(self, path: Path, *extra: str, profile: bool = False) -> dict:
         """Run one playbook on the lab (the scenario's inventory too) and return its figures:
         seconds, tasks (task headers), changed (sum over hosts), ran (ok + changed per host,
-        localhost left out) and, with profile, slowest (name, seconds) from profile_tasks."""
+        localhost left out), cpu (the controller's CPU seconds) and, with profile, slowest (name, seconds) from profile_tasks."""
         env = dict(self.env)
         if profile:
             env["ANSIBLE_CALLBACKS_ENABLED"] = ",".join(
                 filter(None, [env.get("ANSIBLE_CALLBACKS_ENABLED", ""), "ansible.posix.profile_tasks"]))
             env["PROFILE_TASKS_TASK_OUTPUT_LIMIT"] = "12"
         start = time.monotonic()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = run(["ansible-playbook", "-i", self.inventory, "-i", str(SCENARIO / "inventory"), str(path), *extra],
                    env=env)
         seconds = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.runs += 1
+        if self.log_dir:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            (self.log_dir / f"{self.runs:02d}-{path.stem}.log").write_text(proc.stdout)
         recap = {h: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", f)}
                  for h, f in re.findall(r"^(\S+)\s+: (ok=.*)$", proc.stdout, re.M)}
         return {
             "seconds": seconds,
+            # The controller's CPU: ansible-playbook, its workers and their ssh clients (the
+            # lab hosts' own processes are not this process's children).
+            "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "tasks": len(re.findall(r"^TASK \[", proc.stdout, re.M)),
             "changed": sum(r["changed"] for r in recap.values()),
             "ran": {h: r["ok"] + r["changed"] for h, r in recap.items() if h != "localhost"},
