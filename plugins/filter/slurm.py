@@ -16,6 +16,8 @@ description:
     hardware merged), C(slurm_partitions) (PartitionName records from groups),
     C(slurm_gres) (gres.conf records, C(AutoDetect=nvml) on NVIDIA hosts), C(slurm_version_series)
     and C(slurm_inventory_errors) (the inventory checks, each message saying what to fix).
+  - C(slurm_cluster_wide_errors) names each variable that shapes the cluster's Slurm files
+    (C(slurm_config), C(slurm_partitions), ...) and is set differently on some Slurm hosts.
 options:
   _input:
     description: Host names.
@@ -113,6 +115,10 @@ def slurm_inventory_errors(groups: Mapping[str, list[str]], hostvars: Mapping[st
                                version=version, munge_key=munge_key, defaults=defaults)
 
 
+def slurm_cluster_wide_errors(hosts: list[str], hostvars: Mapping[str, Any]) -> list[str]:
+    return sc.cluster_wide_errors(_plain(hostvars, list(dict.fromkeys(hosts)), sc.CLUSTER_WIDE_KEYS))
+
+
 class FilterModule:
     """clusterdos.cluster Slurm filters."""
 
@@ -128,4 +134,5 @@ class FilterModule:
             "slurm_gres": slurm_gres,
             "slurm_version_series": slurm_version_series,
             "slurm_inventory_errors": slurm_inventory_errors,
+            "slurm_cluster_wide_errors": slurm_cluster_wide_errors,
         }

@@ -9,6 +9,7 @@ unit-tested directly.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Iterable, Mapping
 
@@ -284,6 +285,38 @@ def version_series(version: str) -> str:
     if not m:
         raise ValueError(f"{version!r} is not a Slurm version (YY.MM or YY.MM.P)")
     return f"{m.group(1)}.{m.group(2)}"
+
+
+# Variables that shape the cluster's files (slurm.conf, cgroup.conf, gres.conf): one value
+# for every Slurm host, since the role builds those files once per play (tasks/config.yml).
+CLUSTER_WIDE_KEYS = ("slurm_config", "slurm_default_config", "slurm_cgroup_config", "slurm_cgroup_default_config",
+                     "slurm_cluster_name", "slurm_state_save_location", "slurm_accounting_enabled",
+                     "slurm_accounting_enforce", "slurm_configless", "slurm_partitions", "slurm_version")
+
+
+def cluster_wide_errors(values: Mapping[str, Mapping[str, Any]], keys: Iterable[str] = CLUSTER_WIDE_KEYS) -> list[str]:
+    """One message per cluster-wide variable whose value differs between the Slurm hosts.
+
+    values: per host, the variables it sets (its inventory, group_vars, host_vars and extra
+    vars); a host that does not set one uses the role's default, shown as such.
+    """
+    errors: list[str] = []
+    for key in keys:
+        hosts_by_value: dict[str | None, list[str]] = {}
+        for host in sorted(values):
+            own = values[host]
+            shown = json.dumps(own[key], sort_keys=True, default=str) if key in own else None
+            hosts_by_value.setdefault(shown, []).append(host)
+        if len(hosts_by_value) < 2:
+            continue
+        parts = []
+        for shown, hosts in hosts_by_value.items():
+            value = "the role's default" if shown is None else (shown if len(shown) <= 120 else shown[:117] + "...")
+            parts.append(f"{', '.join(hosts)}: {value}")
+        errors.append(f"{key} differs between the Slurm hosts ({'; '.join(parts)}). slurm.conf, cgroup.conf and "
+                      f"gres.conf are the same on every host: set {key} once for all Slurm hosts (e.g. in "
+                      "group_vars/all), not per host or per group.")
+    return errors
 
 
 def inventory_errors(*, groups: Mapping[str, list[str]], hostvars: Mapping[str, Any], controller_group: str,

@@ -111,3 +111,35 @@ def test_unknown_slurm_version(version):
 def test_empty_compute_group():
     errors = run(groups={"slurm_controller": ["ctl"], "slurm_compute": []})
     assert any("has no hosts: add at least one compute node" in e for e in errors)
+
+
+cluster_wide = FilterModule().filters()["slurm_cluster_wide_errors"]
+
+
+def test_cluster_wide_values_set_for_all_hosts_pass():
+    hostvars = {h: {"slurm_config": {"MpiDefault": "pmix"}, "slurm_cluster_name": "hpc"} for h in ("ctl", "c1", "c2")}
+    assert cluster_wide(["ctl", "c1", "c2"], hostvars) == []
+
+
+def test_cluster_wide_values_left_to_the_role_pass():
+    assert cluster_wide(["ctl", "c1", "c2"], {"ctl": {}, "c1": {"slurm_node_weight": 5}, "c2": {}}) == []
+
+
+def test_slurm_config_set_for_some_hosts_only_is_refused_naming_hosts_and_values():
+    hostvars = {"ctl": {"slurm_config": {"MpiDefault": "pmix"}}, "c1": {}, "c2": {}}
+    errors = cluster_wide(["ctl", "c1", "c2", "ctl"], hostvars)
+    assert len(errors) == 1
+    assert errors[0].startswith("slurm_config differs between the Slurm hosts (")
+    assert 'ctl: {"MpiDefault": "pmix"}' in errors[0]
+    assert "c1, c2: the role's default" in errors[0]
+    assert "set slurm_config once for all Slurm hosts" in errors[0]
+
+
+def test_each_differing_variable_has_its_own_message_and_long_values_are_cut():
+    long_config = {f"Key{i}": "x" * 20 for i in range(20)}
+    hostvars = {"ctl": {"slurm_cluster_name": "a", "slurm_config": long_config},
+                "c1": {"slurm_cluster_name": "b", "slurm_config": long_config}, "c2": {"slurm_cluster_name": "a"}}
+    errors = cluster_wide(["ctl", "c1", "c2"], hostvars)
+    assert [e.split(" ", 1)[0] for e in errors] == ["slurm_config", "slurm_cluster_name"]
+    assert "c1, ctl: " in errors[0] and "...; c2: the role's default" in errors[0]
+    assert 'c1: "b"' in errors[1] and 'c2, ctl: "a"' in errors[1]
