@@ -121,6 +121,20 @@ run_lane() {
   done
 }
 
+# One lane where the probe found less than 1.5 times the work, unless one lane cannot fit
+# the cap while two can still do more than one (at least 1.1 times the work): then one lane
+# would only leave scenarios NOT RUN, which fails the run.
+if [ -n "${parallel_speedup:-}" ] && [ "$auto_lanes" = 1 ]; then
+  serial=0
+  for n in "${lane_a[@]}" "${lane_b[@]}" $scenarios; do serial=$((serial + $(expected_s "$n"))); done
+  if [ $((serial + $(elapsed_s))) -gt "$cap" ] && awk -v s="$parallel_speedup" 'BEGIN { exit !(s >= 1.1) }'; then
+    auto_lanes=2
+    lanes_setting="${TEST_ALL_LANES:-$auto_lanes}"
+    scenario_lanes="${TEST_ALL_SCENARIO_LANES:-$auto_lanes}"
+    echo "=== one lane would take about ${serial}s, past the ${cap}s cap, and two side by side did ${parallel_speedup}x the work of one: 2 lanes unless TEST_ALL_LANES / TEST_ALL_SCENARIO_LANES say otherwise"
+  fi
+fi
+
 # The plan: what the stages are expected to take against the cap.
 plan_a=0; plan_b=0; plan_s=0
 for n in "${lane_a[@]}"; do plan_a=$((plan_a + $(expected_s "$n"))); done
