@@ -18,15 +18,17 @@ all_scenarios="$(for f in molecule/*/molecule.yml; do basename "$(dirname "$f")"
 ordered="$(for s in $ORDER; do grep -qx "$s" <<<"$all_scenarios" && echo "$s"; done;
   grep -vxF -f <(tr ' ' '\n' <<<"$ORDER") <<<"$all_scenarios")"
 scenarios="${SCENARIOS:-$ordered}"
-# CI has a hard time limit; `make test` must end within TEST_ALL_CAP_S seconds (75 min)
-# of the run's start (.ci/run sets TEST_ALL_START before setup). A scenario starts only
+# CI has a hard time limit (90 min); `make test` must end within TEST_ALL_CAP_S seconds
+# (83 min) of the run's start (.ci/run sets TEST_ALL_START before setup). Issue 18's goal is
+# 75 min; the cap leaves room for CI's machine, which has run 1.6 times slower than the
+# development machine (docs/testing.md, "Fitting CI"). A scenario starts only
 # when the time spent so far plus its expected time (.ci/scenario_times, the last CI
 # run's figures) fits the cap; otherwise it is listed as NOT RUN at once, and the run
 # still fails if anything that ran failed. A scenario's time limit is
 # molecule/<scenario>/TIME_LIMIT_S when present, else the default, and never more than
 # the time left before the cap. A NOT RUN scenario fails the run (every scenario must
 # run, in CI too); TEST_ALL_REQUIRE_ALL=0 only lists it.
-cap="${TEST_ALL_CAP_S:-4500}"
+cap="${TEST_ALL_CAP_S:-4980}"
 default_expected="${TEST_ALL_DEFAULT_EXPECTED_S:-600}"
 default_limit="${TEST_ALL_SCENARIO_LIMIT_S:-1200}"
 require_all="${TEST_ALL_REQUIRE_ALL:-1}"
