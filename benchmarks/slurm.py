@@ -24,12 +24,11 @@ import argparse
 import os
 import sys
 
-from slurm_lab import ROOT, SCENARIO, SlurmLab, add_executor_argument, load, slowest
+from slurm_lab import ROOT, SCENARIO, SlurmLab, add_executor_argument, figures, load, slowest
 
 
 def describe(label: str, fig: dict, hosts: list[str]) -> str:
-    return (f"{label:<18}{fig['seconds']:7.1f} s  controller CPU {fig['cpu']:.1f} s  tasks={fig['tasks']}"
-            f" changed={fig['changed']}"
+    return (f"{label:<18}{figures(fig)}"
             f"  ran per host: " + ", ".join(f"{h} {fig['ran'].get(h, 0)}" for h in hosts))
 
 

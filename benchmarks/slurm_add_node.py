@@ -29,14 +29,13 @@ import argparse
 import os
 import sys
 
-from slurm_lab import NEW_NODE, ROOT, SCENARIO, SlurmLab, add_executor_argument, load, slowest
+from slurm_lab import NEW_NODE, ROOT, SCENARIO, SlurmLab, add_executor_argument, figures, load, slowest
 
 
 def describe(label: str, fig: dict, hosts: list[str], new: str | None = None) -> list[str]:
     ran = fig["ran"]
     others = [h for h in hosts if h != new]
-    line = (f"{label:<26}{fig['seconds']:7.1f} s  controller CPU {fig['cpu']:.1f} s  tasks={fig['tasks']}"
-            f" changed={fig['changed']}")
+    line = f"{label:<26}{figures(fig)}"
     if new:
         line += f"  ran on {new}: {ran.get(new, 0)}; on each other host: " + \
             ", ".join(f"{h} {ran.get(h, 0)}" for h in others)

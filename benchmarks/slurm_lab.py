@@ -135,6 +135,11 @@ class SlurmLab:
         }
 
 
+def figures(fig: dict) -> str:
+    """A playbook run's figures on one line: seconds, the controller's CPU, task headers, changed."""
+    return f"{fig['seconds']:7.1f} s  controller CPU {fig['cpu']:.1f} s  tasks={fig['tasks']} changed={fig['changed']}"
+
+
 def slowest(label: str, fig: dict) -> list[str]:
     """The profile_tasks lines of a run, one per task."""
     if not fig["slowest"]:

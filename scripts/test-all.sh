@@ -57,15 +57,10 @@ two = min(timed(2) for _ in range(2))
 print(f"{2 * one / two:.2f}")
 PY
 }
-if [ -n "${TEST_ALL_LANES:-}" ] && [ -n "${TEST_ALL_SCENARIO_LANES:-}" ]; then
-  auto_lanes=""
-else
+parallel_speedup=""
+if [ -z "${TEST_ALL_LANES:-}" ] || [ -z "${TEST_ALL_SCENARIO_LANES:-}" ]; then
   parallel_speedup="$(probe_speedup)" || parallel_speedup=1.00
-  auto_lanes="$(awk -v s="$parallel_speedup" 'BEGIN { print (s >= 1.5) ? 2 : 1 }')"
-  echo "=== parallel probe: two CPU-bound processes side by side did ${parallel_speedup}x the work of one: ${auto_lanes} lane(s) unless TEST_ALL_LANES / TEST_ALL_SCENARIO_LANES say otherwise"
 fi
-lanes_setting="${TEST_ALL_LANES:-$auto_lanes}"
-scenario_lanes="${TEST_ALL_SCENARIO_LANES:-$auto_lanes}"
 start_epoch="${TEST_ALL_START:-$(date +%s)}"
 times_file="$here/.ci/scenario_times"
 results=()
@@ -93,7 +88,7 @@ elapsed_s() { echo $(( $(date +%s) - start_epoch )); }
 # below once both lanes are done. TEST_ALL_LANES=1 runs them one after another, 0 not at all.
 lane_a=(yamllint ansible-lint changelog argument-specs role-docs sanity unit-playbooks unit-awx unit-kube-nodes bad-inventories lab)
 lane_b=(unit apiserver)
-[ "$lanes_setting" != 0 ] || { lane_a=(); lane_b=(); }
+[ "${TEST_ALL_LANES:-}" != 0 ] || { lane_a=(); lane_b=(); }
 stage_cmd() {
   case "$1" in
     yamllint) yamllint . ;;
@@ -123,19 +118,26 @@ run_lane() {
   done
 }
 
-# One lane where the probe found less than 1.5 times the work, unless one lane cannot fit
-# the cap while two can still do more than one (at least 1.1 times the work): then one lane
-# would only leave scenarios NOT RUN, which fails the run.
-if [ -n "${parallel_speedup:-}" ] && [ "$auto_lanes" = 1 ]; then
-  serial=0
-  for n in "${lane_a[@]}" "${lane_b[@]}" $scenarios; do serial=$((serial + $(expected_s "$n"))); done
-  if [ $((serial + $(elapsed_s))) -gt "$cap" ] && awk -v s="$parallel_speedup" 'BEGIN { exit !(s >= 1.1) }'; then
-    auto_lanes=2
-    lanes_setting="${TEST_ALL_LANES:-$auto_lanes}"
-    scenario_lanes="${TEST_ALL_SCENARIO_LANES:-$auto_lanes}"
-    echo "=== one lane would take about ${serial}s, past the ${cap}s cap, and two side by side did ${parallel_speedup}x the work of one: 2 lanes unless TEST_ALL_LANES / TEST_ALL_SCENARIO_LANES say otherwise"
+# The lanes, from the probe above: two where the pair did at least 1.5 times the work of
+# one; one otherwise, unless one lane cannot fit the cap while two still do more than one
+# (at least 1.1 times the work): then one lane would only leave scenarios NOT RUN, which
+# fails the run. TEST_ALL_LANES and TEST_ALL_SCENARIO_LANES override the choice.
+auto_lanes=""
+if [ -n "$parallel_speedup" ]; then
+  auto_lanes="$(awk -v s="$parallel_speedup" 'BEGIN { print (s >= 1.5) ? 2 : 1 }')"
+  why="two CPU-bound processes side by side did ${parallel_speedup}x the work of one"
+  if [ "$auto_lanes" = 1 ]; then
+    serial=0
+    for n in "${lane_a[@]}" "${lane_b[@]}" $scenarios; do serial=$((serial + $(expected_s "$n"))); done
+    if [ $((serial + $(elapsed_s))) -gt "$cap" ] && awk -v s="$parallel_speedup" 'BEGIN { exit !(s >= 1.1) }'; then
+      auto_lanes=2
+      why="$why, and one lane would take about ${serial}s, past the ${cap}s cap"
+    fi
   fi
+  echo "=== parallel probe: $why: ${auto_lanes} lane(s) unless TEST_ALL_LANES / TEST_ALL_SCENARIO_LANES say otherwise"
 fi
+lanes_setting="${TEST_ALL_LANES:-$auto_lanes}"
+scenario_lanes="${TEST_ALL_SCENARIO_LANES:-$auto_lanes}"
 
 # The plan: what the stages are expected to take against the cap.
 plan_a=0; plan_b=0; plan_s=0

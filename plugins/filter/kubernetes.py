@@ -49,6 +49,7 @@ except ImportError:  # pragma: no cover - reported when the filter is used
     HAS_NETADDR = False
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.clusterdos.cluster.plugins.module_utils import host_values
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _TAINT = re.compile(r"^(?P<key>[A-Za-z0-9./_-]+)(=(?P<value>[A-Za-z0-9._-]*))?:(?P<effect>NoSchedule|PreferNoSchedule|NoExecute)$")
@@ -332,19 +333,10 @@ def kube_binaries_to_copy(names: Iterable[str], wanted: Iterable[Mapping[str, An
     return [n for n in names or [] if not have.get(n) or have.get(n) != want.get(n)]
 
 
-_UNSET = object()
-
-
 def differing_vars(names: Iterable[str], hosts: Iterable[str], hostvars: Mapping[str, Any]) -> list[str]:
     """Of the inventory variables `names`, those not the same on every host (unset counts
     as a value of its own): for settings that must be cluster-wide."""
-    hosts = list(hosts or [])
-    out = []
-    for name in names or []:
-        values = [hostvars[h].get(name, _UNSET) if hasattr(hostvars[h], "get") else _UNSET for h in hosts]
-        if any(v != values[0] for v in values[1:]):
-            out.append(name)
-    return out
+    return list(host_values.differing(names, hosts, hostvars))
 
 
 class FilterModule:

@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any, Iterable, Mapping
 
+from ansible_collections.clusterdos.cluster.plugins.module_utils import host_values
 from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import node_gpus
 
 # Slurm release series this collection knows how to configure.
@@ -301,18 +302,11 @@ def cluster_wide_errors(values: Mapping[str, Mapping[str, Any]], keys: Iterable[
     vars); a host that does not set one uses the role's default, shown as such.
     """
     errors: list[str] = []
-    for key in keys:
-        hosts_by_value: dict[str | None, list[str]] = {}
-        for host in sorted(values):
-            own = values[host]
-            shown = json.dumps(own[key], sort_keys=True, default=str) if key in own else None
-            hosts_by_value.setdefault(shown, []).append(host)
-        if len(hosts_by_value) < 2:
-            continue
+    for key, groups in host_values.differing(keys, sorted(values), values).items():
         parts = []
-        for shown, hosts in hosts_by_value.items():
-            value = "the role's default" if shown is None else (shown if len(shown) <= 120 else shown[:117] + "...")
-            parts.append(f"{', '.join(hosts)}: {value}")
+        for value, hosts in groups:
+            shown = "the role's default" if value is host_values.UNSET else json.dumps(value, sort_keys=True, default=str)
+            parts.append(f"{', '.join(hosts)}: {shown if len(shown) <= 120 else shown[:117] + '...'}")
         errors.append(f"{key} differs between the Slurm hosts ({'; '.join(parts)}). slurm.conf, cgroup.conf and "
                       f"gres.conf are the same on every host: set {key} once for all Slurm hosts (e.g. in "
                       "group_vars/all), not per host or per group.")
