@@ -1,0 +1,151 @@
+#!/usr/bin/python
+# Copyright: clusterdOS developers
+# Apache License 2.0 (see LICENSE)
+"""text_files: several text files and their directories on a host in one call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: text_files
+short_description: Write several text files (and their directories) on a host in one call
+version_added: 0.1.0
+description:
+  - Makes each directory of O(directories) exist and each file of O(files) hold its text, owner, group and mode.
+    A file is written (atomically) only when its text differs.
+  - One round trip to the host for what would take a task per file (and two per templated file). The Slurm role writes
+    slurm.conf, cgroup.conf, gres.conf and its restart fingerprints with it (docs/performance.md).
+  - Render the text on the controller, e.g. with the C(ansible.builtin.template) lookup, which gives the bytes the
+    template module would write.
+  - RV(changed_tags) names the tags of the files that changed, so that the next task can notify the handlers each needs
+    (a restart for one file, a reconfigure for another).
+options:
+  files:
+    description: The files.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      path:
+        description: Absolute path of the file.
+        type: path
+        required: true
+      content:
+        description: The file's whole text.
+        type: str
+        required: true
+      mode:
+        description: Octal mode, as a string.
+        type: str
+        default: "0644"
+      owner:
+        description: Owner.
+        type: str
+        default: root
+      group:
+        description: Group.
+        type: str
+        default: root
+      tag:
+        description: A name listed in RV(changed_tags) when this file changed.
+        type: str
+  directories:
+    description: Directories to create first (parents included).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path of the directory.
+        type: path
+        required: true
+      mode:
+        description: Octal mode, as a string.
+        type: str
+        default: "0755"
+      owner:
+        description: Owner.
+        type: str
+        default: root
+      group:
+        description: Group.
+        type: str
+        default: root
+attributes:
+  check_mode:
+    description: Reports what would change and writes nothing.
+    support: full
+  diff_mode:
+    description: Each changed file's text before and after.
+    support: full
+author:
+  - clusterdOS developers (@clusterdos)
+"""
+
+EXAMPLES = r"""
+- name: Write two files, then restart only when the first changed
+  clusterdos.cluster.text_files:
+    directories:
+      - path: /etc/example
+    files:
+      - path: /etc/example/daemon.conf
+        content: "{{ lookup('ansible.builtin.template', 'daemon.conf.j2') }}"
+        tag: restart
+      - path: /etc/example/extra.conf
+        content: "key = value\n"
+        tag: reload
+  register: example_files
+"""
+
+RETURN = r"""
+changed_paths:
+  description: The files and directories created or changed.
+  returned: always
+  type: list
+  elements: str
+changed_tags:
+  description: The tags of the changed files, sorted, each once.
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.clusterdos.cluster.plugins.module_utils.text_file import ensure_files
+
+_ATTRIBUTES = {
+    "owner": {"type": "str", "default": "root"},
+    "group": {"type": "str", "default": "root"},
+}
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "files": {"type": "list", "elements": "dict", "required": True, "options": {
+                "path": {"type": "path", "required": True},
+                "content": {"type": "str", "required": True},
+                "mode": {"type": "str", "default": "0644"},
+                "tag": {"type": "str"},
+                **_ATTRIBUTES,
+            }},
+            "directories": {"type": "list", "elements": "dict", "default": [], "options": {
+                "path": {"type": "path", "required": True},
+                "mode": {"type": "str", "default": "0755"},
+                **_ATTRIBUTES,
+            }},
+        },
+        supports_check_mode=True,
+    )
+    for item in module.params["files"] + module.params["directories"]:
+        try:
+            int(item["mode"], 8)
+        except ValueError:
+            module.fail_json(msg="%s: mode %r is not an octal number such as 0644" % (item["path"], item["mode"]))
+    result = ensure_files(module, module.params["files"], module.params["directories"])
+    if not module._diff:
+        result.pop("diff")
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""text_files: several files and directories in one call, run for real on files under tmp_path.
+
+The module's main() runs with real arguments; owner and group are this process's own user's
+(root in CI; the names are read, not assumed).
+"""
+
+from __future__ import annotations
+
+import grp
+import json
+import os
+import pwd
+import stat
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.clusterdos.cluster.plugins.modules import text_files
+
+OWNER = pwd.getpwuid(os.getuid()).pw_name
+GROUP = grp.getgrgid(os.getgid()).gr_name
+
+
+def run(capsys, args, check=False, diff=False):
+    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
+    with patch_module_args(args), pytest.raises(SystemExit):
+        text_files.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def spec(tmp_path, conf="a = 1\n", restart="r = 1\n"):
+    return {
+        "directories": [{"path": str(tmp_path / "etc"), "owner": OWNER, "group": GROUP},
+                        {"path": str(tmp_path / "state" / "deep"), "mode": "0700", "owner": OWNER, "group": GROUP}],
+        "files": [{"path": str(tmp_path / "etc" / "a.conf"), "content": conf, "tag": "reconfigure", "owner": OWNER, "group": GROUP},
+                  {"path": str(tmp_path / "state" / "deep" / "x.restart"), "content": restart, "tag": "restart",
+                   "mode": "0600", "owner": OWNER, "group": GROUP}],
+    }
+
+
+def test_writes_everything_once_then_reports_nothing(tmp_path, capsys):
+    first = run(capsys, spec(tmp_path))
+    assert first["changed"] is True
+    assert first["changed_tags"] == ["reconfigure", "restart"]
+    assert (tmp_path / "etc" / "a.conf").read_text() == "a = 1\n"
+    assert stat.S_IMODE((tmp_path / "state" / "deep").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "state" / "deep" / "x.restart").stat().st_mode) == 0o600
+    again = run(capsys, spec(tmp_path))
+    assert again["changed"] is False
+    assert again["changed_tags"] == [] and again["changed_paths"] == []
+
+
+def test_only_the_changed_file_is_tagged_and_diffed(tmp_path, capsys):
+    run(capsys, spec(tmp_path))
+    result = run(capsys, spec(tmp_path, restart="r = 2\n"), diff=True)
+    assert result["changed_tags"] == ["restart"]
+    assert result["diff"] == [{"before_header": str(tmp_path / "state" / "deep" / "x.restart"),
+                               "after_header": str(tmp_path / "state" / "deep" / "x.restart"),
+                               "before": "r = 1\n", "after": "r = 2\n"}]
+
+
+def test_check_mode_reports_and_writes_nothing(tmp_path, capsys):
+    result = run(capsys, spec(tmp_path), check=True)
+    assert result["changed"] is True and result["changed_tags"] == ["reconfigure", "restart"]
+    assert not (tmp_path / "etc").exists()
+    run(capsys, spec(tmp_path))
+    (tmp_path / "etc" / "a.conf").chmod(0o600)
+    drift = run(capsys, spec(tmp_path), check=True)
+    assert drift["changed_paths"] == [str(tmp_path / "etc" / "a.conf")]
+    assert stat.S_IMODE((tmp_path / "etc" / "a.conf").stat().st_mode) == 0o600
+
+
+def test_a_mode_change_alone_is_corrected_and_tagged(tmp_path, capsys):
+    run(capsys, spec(tmp_path))
+    (tmp_path / "etc" / "a.conf").chmod(0o600)
+    result = run(capsys, spec(tmp_path))
+    assert result["changed_tags"] == ["reconfigure"]
+    assert stat.S_IMODE((tmp_path / "etc" / "a.conf").stat().st_mode) == 0o644
+
+
+def test_a_bad_mode_fails_naming_the_file(tmp_path, capsys):
+    args = spec(tmp_path)
+    args["files"][0]["mode"] = "rw-r--r--"
+    result = run(capsys, args)
+    assert result["failed"] is True
+    assert "a.conf: mode 'rw-r--r--' is not an octal number" in result["msg"]
+    assert not (tmp_path / "etc" / "a.conf").exists()
