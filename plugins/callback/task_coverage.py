@@ -134,7 +134,9 @@ class CallbackModule(CallbackBase):
     def set_options(self, *args: Any, **kwargs: Any) -> None:
         super().set_options(*args, **kwargs)
         records_dir = self.get_option("records_dir")
-        self._enabled = bool(records_dir)
+        # An empty CLUSTERDOS_COVERAGE_DIR turns recording off for one run (a benchmark
+        # timing someone else's role); the path type would read it as the current directory.
+        self._enabled = bool(records_dir) and os.environ.get("CLUSTERDOS_COVERAGE_DIR") != ""
         self._scenario = _scenario(self.get_option("scenario"))
         if not self._enabled:
             return

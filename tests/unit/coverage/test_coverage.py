@@ -248,7 +248,7 @@ def test_the_exemption_file_names_only_tasks_that_exist():
 
 
 # A real run: ansible-playbook on localhost with the callback ------------------------------
-def _ansible_playbook(tmp_path: Path, playbook: Path, inventory: str, records: Path, scenario: str):
+def _ansible_playbook(tmp_path: Path, playbook: Path, inventory: str, records: Path | str, scenario: str):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"),
                CLUSTERDOS_COVERAGE_DIR=str(records), CLUSTERDOS_COVERAGE_SCENARIO=scenario,
@@ -311,3 +311,13 @@ def test_callback_agrees_on_the_collection_itself(tmp_path):
         assert record["task"].endswith(task.name), (record, task)
     assert cov.merge(list(tasks.values()), lines) == []
     assert any(t.ran for t in tasks.values())
+
+
+def test_an_empty_records_dir_in_the_environment_records_nothing(tree, tmp_path):
+    """CLUSTERDOS_COVERAGE_DIR="" (what benchmarks/slurm_peer.py sets) turns recording off:
+    no record file anywhere, the run's directory included (it once received adhoc-*.jsonl)."""
+    inventory = tmp_path / "inventory.ini"
+    inventory.write_text("localhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+    proc = _ansible_playbook(tmp_path, tree / "playbooks" / "stage.yml", str(inventory), "", "unit-off")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*.jsonl")) == []
