@@ -57,7 +57,10 @@ lab-down:
 # (ansible.cfg's; 50 hosts need fs.inotify.max_user_instances raised, which the lab says), then
 # each Slurm converge benchmark with Ansible's stock executor and with Mitogen's (the molecule
 # scenarios' executor; docs/testing.md), and adding a Slurm compute node to 4, 8 and 14 hosts
-# and through add_node.yml in one run.
+# and through add_node.yml in one run; then, with PEER_ROLE=DIR (an installed galaxyproject.slurm,
+# `ansible-galaxy role install -p DIR/.. galaxyproject.slurm`), our first converge and no-op side
+# by side with that role's (benchmarks/slurm_peer.py, issue 18 item 1).
+PEER_ROLE ?=
 bench: setup
 	python3 benchmarks/lab_and_base.py --hosts 1 10 50 --memory 256
 	python3 benchmarks/engine_scaling.py --lab
@@ -70,6 +73,8 @@ bench: setup
 	python3 benchmarks/slurm_add_node.py --executor collection --one-run
 	python3 benchmarks/slurm_add_node.py --executor mitogen
 	python3 benchmarks/kubeadm_cluster.py
+	@if [ -n "$(PEER_ROLE)" ]; then python3 benchmarks/slurm_peer.py --executor collection --peer-role "$(PEER_ROLE)"; \
+	else echo "bench: PEER_ROLE not set, the side-by-side with galaxyproject.slurm skipped (see benchmarks/slurm_peer.py)"; fi
 
 # Per role and playbook: tasks run for real / total, the tasks never run, an HTML page
 # (reports/coverage.html); fails when a task neither ran nor is listed in
