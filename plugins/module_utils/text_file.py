@@ -20,10 +20,12 @@ def write_text(module: Any, path: str, text: str, dir_mode: int = 0o755,
     """
     before = None
     if os.path.isfile(path):
-        with open(path, encoding="utf-8") as handle:
-            before = handle.read()
-    if before == text:
-        return False, before
+        # Compared as bytes: what is there may not be text (a package's binary munge key).
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        if raw == text.encode("utf-8"):
+            return False, text
+        before = raw.decode("utf-8", errors="replace")
     if module.check_mode:
         return True, before
     directory = os.path.dirname(path)

@@ -85,3 +85,14 @@ def test_a_bad_mode_fails_naming_the_file(tmp_path, capsys):
     assert result["failed"] is True
     assert "a.conf: mode 'rw-r--r--' is not an octal number" in result["msg"]
     assert not (tmp_path / "etc" / "a.conf").exists()
+
+
+def test_replaces_a_file_that_is_not_text(tmp_path, capsys):
+    """A package's own binary munge key (not UTF-8) is replaced by the cluster's key, not a crash."""
+    (tmp_path / "etc").mkdir()
+    key = tmp_path / "etc" / "a.conf"
+    key.write_bytes(b"\x00\x82\xff binary key")
+    result = run(capsys, spec(tmp_path, conf="cluster-key"))
+    assert result["changed"] is True
+    assert key.read_text() == "cluster-key"
+    assert run(capsys, spec(tmp_path, conf="cluster-key"))["changed"] is False
