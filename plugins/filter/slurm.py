@@ -18,6 +18,8 @@ description:
     and C(slurm_inventory_errors) (the inventory checks, each message saying what to fix).
   - C(slurm_cluster_wide_errors) names each variable that shapes the cluster's Slurm files
     (C(slurm_config), C(slurm_partitions), ...) and is set differently on some Slurm hosts.
+  - C(slurm_accounting_errors) checks the shape of C(slurm_accounting_qos), C(slurm_accounting_accounts) and
+    C(slurm_accounting_users) (module_utils.slurm_accounting).
 options:
   _input:
     description: Host names.
@@ -41,6 +43,7 @@ _value:
 from typing import Any, Mapping
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.clusterdos.cluster.plugins.module_utils import slurm_accounting as sa
 from ansible_collections.clusterdos.cluster.plugins.module_utils import slurm_config as sc
 
 
@@ -119,6 +122,10 @@ def slurm_cluster_wide_errors(hosts: list[str], hostvars: Mapping[str, Any]) -> 
     return sc.cluster_wide_errors(_plain(hostvars, list(dict.fromkeys(hosts)), sc.CLUSTER_WIDE_KEYS))
 
 
+def slurm_accounting_errors(qos: Any, accounts: Any, users: Any) -> list[str]:
+    return sa.errors(qos, accounts, users)
+
+
 class FilterModule:
     """clusterdos.cluster Slurm filters."""
 
@@ -127,6 +134,7 @@ class FilterModule:
             "slurm_hostlist": slurm_hostlist,
             "slurm_expand_hostlist": slurm_expand_hostlist,
             "slurm_conf_line": slurm_conf_line,
+            "slurm_accounting_errors": slurm_accounting_errors,
             "slurm_conf_lines": slurm_conf_lines,
             "slurm_controller_lines": slurm_controller_lines,
             "slurm_nodes": slurm_nodes,

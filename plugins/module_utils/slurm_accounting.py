@@ -1,0 +1,108 @@
+# Copyright: clusterdOS developers
+# Apache License 2.0 (see LICENSE)
+"""What slurmdbd must hold for the cluster (its name, QOS, accounts, users) against what it
+holds, and the sacctmgr commands that add what is missing: the slurm_accounting module's
+logic. Items are only ever added: an existing one is left as it is (its attributes apply at
+creation), and nothing is removed."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Set, Tuple
+
+from ansible_collections.clusterdos.cluster.plugins.module_utils.slurm_config import conf_lines
+
+# The kinds sacctmgr lists, with the field that names each item.
+KINDS = (("cluster", "cluster"), ("qos", "name"), ("account", "account"), ("user", "user"))
+
+
+def show_argv(sacctmgr: str, kind: str, field: str) -> List[str]:
+    """The read-only command that lists the names of one kind, one per line."""
+    return [sacctmgr, "--noheader", "--parsable2", "show", kind, "format=%s" % field]
+
+
+def plan(known: Mapping[str, Set[str]], cluster: str, qos: Sequence[Mapping[str, Any]],
+         accounts: Sequence[Mapping[str, Any]], users: Sequence[Mapping[str, Any]],
+         sacctmgr: str = "sacctmgr") -> List[Tuple[str, List[str]]]:
+    """The (label, argv) of each `sacctmgr -i add` needed, in dependency order: the cluster,
+    QOS, accounts (on the cluster), users (in their accounts). KNOWN maps each kind to the
+    names slurmdbd lists; sacctmgr stores cluster, QOS and account names in lower case, so
+    those compare in lower case, user names as given."""
+    add = [sacctmgr, "-i", "add"]
+    out: List[Tuple[str, List[str]]] = []
+    if cluster.lower() not in known.get("cluster", set()):
+        out.append(("cluster %s" % cluster, add + ["cluster", cluster]))
+    for item in qos:
+        if item["name"].lower() not in known.get("qos", set()):
+            out.append(("qos %s" % item["name"], add + ["qos", item["name"]] + conf_lines(item.get("attributes") or {})))
+    for item in accounts:
+        if item["name"].lower() not in known.get("account", set()):
+            out.append(("account %s" % item["name"], add + [
+                "account", item["name"], "cluster=%s" % cluster,
+                "description=%s" % (item.get("description") or item["name"]),
+                "fairshare=%s" % item.get("fairshare", 1)]))
+    for item in users:
+        if item["name"] not in known.get("user", set()):
+            out.append(("user %s" % item["name"], add + [
+                "user", item["name"], "account=%s" % item["account"], "cluster=%s" % cluster]))
+    return out
+
+
+def known_names(run: Callable[[List[str]], Tuple[int, str, str]], sacctmgr: str) -> Dict[str, Set[str]]:
+    """What slurmdbd holds, kind by kind; RUN(argv) -> (rc, stdout, stderr). Raises
+    RuntimeError with sacctmgr's own message when slurmdbd cannot be asked."""
+    known: Dict[str, Set[str]] = {}
+    for kind, field in KINDS:
+        argv = show_argv(sacctmgr, kind, field)
+        rc, out, err = run(argv)
+        if rc != 0:
+            raise RuntimeError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out).strip()))
+        names = {line.strip() for line in out.splitlines() if line.strip()}
+        known[kind] = names if kind == "user" else {n.lower() for n in names}
+    return known
+
+
+def ensure(run: Callable[[List[str]], Tuple[int, str, str]], params: Mapping[str, Any], check_mode: bool,
+           installed: bool = True) -> Dict[str, Any]:
+    """List, plan and (unless CHECK_MODE) add; returns the module's result. Where sacctmgr is
+    not INSTALLED yet (check mode on a fresh host) everything is planned."""
+    sacctmgr = params["sacctmgr"]
+    known = known_names(run, sacctmgr) if installed else {}
+    steps = plan(known, params["cluster"], params["qos"], params["accounts"], params["users"], sacctmgr)
+    added = [label for label, _argv in steps]
+    if not check_mode:
+        for label, argv in steps:
+            rc, out, err = run(argv)
+            if rc != 0:
+                raise RuntimeError("adding %s to slurmdbd failed (rc %s): %s" % (label, rc, (err or out).strip()))
+    return {"changed": bool(steps), "added": added,
+            "diff": {"before": "", "after": "".join("%s\n" % a for a in added)} if added else {}}
+
+
+def errors(qos: Any, accounts: Any, users: Any) -> List[str]:
+    """What is wrong with slurm_accounting_qos, _accounts and _users, one message each
+    (empty when nothing): the preflight's check, before any host changes."""
+    out: List[str] = []
+    shapes = (("slurm_accounting_qos", qos, "{name, attributes}", ()),
+              ("slurm_accounting_accounts", accounts, "{name, description, fairshare}", ()),
+              ("slurm_accounting_users", users, "{name, account}", ("account",)))
+    for var, items, shape, required in shapes:
+        if not isinstance(items, list):
+            out.append("%s is %r: give a list of %s." % (var, items, shape))
+            continue
+        for index, item in enumerate(items):
+            where = "%s[%d]" % (var, index)
+            if not isinstance(item, Mapping):
+                out.append("%s is %r: give %s." % (where, item, shape))
+                continue
+            for key in ("name",) + required:
+                value = item.get(key)
+                if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value):
+                    out.append("%s: '%s' is %r: give a name without spaces (%s)." % (where, key, value, shape))
+            if var == "slurm_accounting_qos" and not isinstance(item.get("attributes", {}) or {}, Mapping):
+                out.append("%s: 'attributes' is %r: give a mapping of QOS settings, e.g. {Priority: 100}."
+                           % (where, item.get("attributes")))
+            if var == "slurm_accounting_accounts" and "fairshare" in item:
+                share = item["fairshare"]
+                if isinstance(share, bool) or not isinstance(share, int) or share < 0:
+                    out.append("%s: 'fairshare' is %r: give a whole number of shares (0 or more)." % (where, share))
+    return out

@@ -1,0 +1,106 @@
+#!/usr/bin/python
+# Copyright: clusterdOS developers
+# Apache License 2.0 (see LICENSE)
+"""slurm_accounting: the cluster, QOS, accounts and users slurmdbd must hold, in one call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: slurm_accounting
+short_description: Add the cluster, QOS, accounts and users slurmdbd is missing, in one call
+version_added: 0.1.0
+description:
+  - Lists what slurmdbd holds with C(sacctmgr show) (clusters, QOS, accounts, users), then adds what is missing with
+    C(sacctmgr -i add), in dependency order. One round trip where a task per kind took five.
+  - Only adds. An item that exists is left as it is (QOS attributes, an account's description and fair share apply when
+    it is created), and nothing is removed.
+  - Runs where C(sacctmgr) reaches slurmdbd (the Slurm role runs it on the primary controller). Cluster, QOS and account
+    names compare in lower case, as slurmdbd stores them; user names as given.
+options:
+  cluster:
+    description: The cluster's name (C(ClusterName) in slurm.conf).
+    type: str
+    required: true
+  qos:
+    description: QOS, as C({name, attributes}); attributes are C(Key=Value) settings applied at creation.
+    type: list
+    elements: dict
+    default: []
+  accounts:
+    description: Accounts on the cluster, as C({name, description, fairshare}).
+    type: list
+    elements: dict
+    default: []
+  users:
+    description: Users, each added to its account on the cluster, as C({name, account}).
+    type: list
+    elements: dict
+    default: []
+  sacctmgr:
+    description: The sacctmgr command.
+    type: str
+    default: sacctmgr
+attributes:
+  check_mode:
+    description: Lists what exists and reports what would be added; adds nothing. Where sacctmgr is not installed yet,
+      everything is reported as to be added.
+    support: full
+  diff_mode:
+    description: The items added, one per line.
+    support: full
+author:
+  - clusterdOS developers (@clusterdos)
+"""
+
+EXAMPLES = r"""
+- name: Register the cluster, its QOS, accounts and users in slurmdbd
+  clusterdos.cluster.slurm_accounting:
+    cluster: gpu
+    qos:
+      - name: high
+        attributes: {Priority: 100}
+    accounts:
+      - name: research
+        fairshare: 10
+    users:
+      - name: alice
+        account: research
+"""
+
+RETURN = r"""
+added:
+  description: What was added (or would be, in check mode), as C(KIND NAME).
+  returned: always
+  type: list
+  elements: str
+  sample: [cluster gpu, account research, user alice]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.clusterdos.cluster.plugins.module_utils.slurm_accounting import ensure
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "cluster": {"type": "str", "required": True},
+            "qos": {"type": "list", "elements": "dict", "default": []},
+            "accounts": {"type": "list", "elements": "dict", "default": []},
+            "users": {"type": "list", "elements": "dict", "default": []},
+            "sacctmgr": {"type": "str", "default": "sacctmgr"},
+        },
+        supports_check_mode=True,
+    )
+    installed = module.get_bin_path(module.params["sacctmgr"]) is not None
+    if not installed and not module.check_mode:
+        module.fail_json(msg="%s is not installed on this host: install slurm-client (or the package that ships it) first."
+                         % module.params["sacctmgr"])
+    try:
+        result = ensure(module.run_command, module.params, module.check_mode, installed)
+    except RuntimeError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""slurm_accounting's logic: what to add from what slurmdbd lists, and the preflight's shape checks.
+
+Pure logic: `run` below replays sacctmgr's output as text (a recorded stand-in, not slurmdbd).
+The real sacctmgr and slurmdbd run in molecule/slurm_cluster (test_cluster_registered_with_accounting).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.clusterdos.cluster.plugins.module_utils import slurm_accounting as sa
+
+PARAMS = {"sacctmgr": "sacctmgr", "cluster": "Lab",
+          "qos": [{"name": "normal"}, {"name": "high", "attributes": {"Priority": 100}}],
+          "accounts": [{"name": "default", "description": "Default account", "fairshare": 1}],
+          "users": [{"name": "nobody", "account": "default"}]}
+
+
+def recorded(listing: dict, fail: set | None = None):
+    """A stand-in for sacctmgr: `show KIND` prints LISTING[KIND]; `add` records the call."""
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        if argv[1] == "-i":
+            return (1, "", "Problem adding") if argv[3] in (fail or set()) else (0, " Adding\n", "")
+        return 0, listing.get(argv[4], ""), ""
+    return run, calls
+
+
+def test_fresh_slurmdbd_gets_everything_in_dependency_order():
+    run, calls = recorded({})
+    result = sa.ensure(run, PARAMS, check_mode=False)
+    assert result["added"] == ["cluster Lab", "qos normal", "qos high", "account default", "user nobody"]
+    adds = [c for c in calls if c[1] == "-i"]
+    assert adds[0] == ["sacctmgr", "-i", "add", "cluster", "Lab"]
+    assert adds[2] == ["sacctmgr", "-i", "add", "qos", "high", "Priority=100"]
+    assert adds[3] == ["sacctmgr", "-i", "add", "account", "default", "cluster=Lab", "description=Default account",
+                       "fairshare=1"]
+    assert adds[4] == ["sacctmgr", "-i", "add", "user", "nobody", "account=default", "cluster=Lab"]
+    assert result["changed"] is True and result["diff"]["after"].startswith("cluster Lab\n")
+
+
+def test_what_exists_is_not_added_again_names_compare_as_slurmdbd_stores_them():
+    run, calls = recorded({"cluster": "lab\n", "qos": "normal\nhigh\n", "account": "default\nroot\n", "user": "root\n"})
+    result = sa.ensure(run, PARAMS, check_mode=False)
+    assert result["added"] == ["user nobody"]
+    run, calls = recorded({"cluster": "lab\n", "qos": "normal\nhigh\n", "account": "default\n", "user": "nobody\n"})
+    result = sa.ensure(run, PARAMS, check_mode=False)
+    assert result == {"changed": False, "added": [], "diff": {}}
+    assert all(c[1] != "-i" for c in calls)
+
+
+def test_check_mode_lists_but_adds_nothing_and_plans_everything_where_sacctmgr_is_missing():
+    run, calls = recorded({"cluster": "lab\n"})
+    assert sa.ensure(run, PARAMS, check_mode=True)["added"] == ["qos normal", "qos high", "account default", "user nobody"]
+    assert all(c[1] != "-i" for c in calls)
+    run, calls = recorded({})
+    assert len(sa.ensure(run, PARAMS, check_mode=True, installed=False)["added"]) == 5 and calls == []
+
+
+def test_a_failed_add_or_listing_says_which_and_why():
+    run, _ = recorded({}, fail={"account"})
+    with pytest.raises(RuntimeError, match="adding account default to slurmdbd failed .*Problem adding"):
+        sa.ensure(run, PARAMS, check_mode=False)
+    with pytest.raises(RuntimeError, match="show cluster format=cluster failed .*Connection refused"):
+        sa.known_names(lambda argv: (1, "", "sacctmgr: error: Connection refused"), "sacctmgr")
+
+
+def test_preflight_names_each_bad_item():
+    assert sa.errors(PARAMS["qos"], PARAMS["accounts"], PARAMS["users"]) == []
+    found = sa.errors([{"name": "hi gh"}, {"name": "x", "attributes": ["Priority=1"]}],
+                      [{"description": "no name"}, {"name": "a", "fairshare": -1}],
+                      [{"name": "alice"}, "bob"])
+    assert found == [
+        "slurm_accounting_qos[0]: 'name' is 'hi gh': give a name without spaces ({name, attributes}).",
+        "slurm_accounting_qos[1]: 'attributes' is ['Priority=1']: give a mapping of QOS settings, e.g. {Priority: 100}.",
+        "slurm_accounting_accounts[0]: 'name' is None: give a name without spaces ({name, description, fairshare}).",
+        "slurm_accounting_accounts[1]: 'fairshare' is -1: give a whole number of shares (0 or more).",
+        "slurm_accounting_users[0]: 'account' is None: give a name without spaces ({name, account}).",
+        "slurm_accounting_users[1] is 'bob': give {name, account}.",
+    ]
+    assert sa.errors({"name": "x"}, [], []) == ["slurm_accounting_qos is {'name': 'x'}: give a list of {name, attributes}."]
