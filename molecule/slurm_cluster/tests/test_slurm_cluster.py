@@ -79,6 +79,10 @@ def task_output(out: str, task: str) -> str:
     return sections[0]
 
 
+# Every job slurmdbd holds for the cluster, one `ID|STATE` line each.
+SACCT_JOBS = "sacct --noheader --parsable2 --allocations --starttime 2020-01-01 --format JobID,State"
+
+
 def wait_for(probe, what: str, tries: int = 60, delay: float = 2.0):
     """Poll until probe() returns a truthy value (a bound on waiting, not a timed assertion)."""
     for _ in range(tries):
@@ -185,8 +189,7 @@ def test_the_dbd_entry_point_alone_installs_its_own_packages(host):
     ctl = lab_host(CONTROLLER)
     # Polled: on a loaded machine slurmdbd has been seen to answer `sacct -j` for the last
     # job before the job appears in a time-window listing (observed in two runs at load 6+).
-    listing = "sacct --noheader --parsable2 --allocations --starttime 2020-01-01 --format JobID,State"
-    jobs = wait_for(lambda: (lambda out: out if "COMPLETED" in out else None)(host.check_output(listing)),
+    jobs = wait_for(lambda: (lambda out: out if "COMPLETED" in out else None)(host.check_output(SACCT_JOBS)),
                     "the completed jobs in a time-window listing of sacct", tries=30)
     removed = ("slurmdbd", "python3-pymysql")
     ctl.run_expect([0], "DEBIAN_FRONTEND=noninteractive apt-get remove --yes " + " ".join(removed))
@@ -201,7 +204,7 @@ def test_the_dbd_entry_point_alone_installs_its_own_packages(host):
     assert ctl.service("slurmdbd").is_running and ctl.service("slurmdbd").is_enabled
     # The same database: the cluster's registration and the jobs run so far.
     assert host.check_output("sacctmgr --noheader --parsable2 show cluster format=cluster") == "lab"
-    after = host.check_output(listing)
+    after = host.check_output(SACCT_JOBS)
     assert set(jobs.splitlines()) <= set(after.splitlines())
 
 
@@ -317,7 +320,7 @@ def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
     conf = ctl.check_output("sha256sum /etc/slurm/slurm.conf")
     ctld_pid = ctl.check_output("systemctl show --property MainPID --value slurmctld")
     keys = {n: lab_host(n).check_output("sha256sum /etc/munge/munge.key") for n in GROUPS}
-    jobs = host.check_output("sacct --noheader --parsable2 --allocations --starttime 2020-01-01 --format JobID,State")
+    jobs = host.check_output(SACCT_JOBS)
     lab_host(survivor).run_expect([0], "systemctl stop slurmd")
     container = f"cdl-{LAB}-{down}"
     subprocess.run(["podman", "stop", "-t", "5", container], check=True, capture_output=True)
@@ -343,7 +346,7 @@ def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
         for name in GROUPS:
             if name != down:
                 assert lab_host(name).check_output("sha256sum /etc/munge/munge.key") == keys[name], name
-        after = host.check_output(listing)
+        after = host.check_output(SACCT_JOBS)
         assert set(jobs.splitlines()) <= set(after.splitlines())
     finally:
         subprocess.run(["podman", "start", container], check=True, capture_output=True)
