@@ -363,6 +363,35 @@ def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
     assert sorted(host.check_output("srun --nodes=2 --ntasks-per-node=1 hostname").split()) == COMPUTE
 
 
+def test_a_change_only_a_restart_applies_restarts_the_running_daemons(host):
+    """A first converge starts slurmdbd, slurmctld and slurmd from stopped and does not
+    restart them again for the files written before that start; a daemon that is running
+    does restart when a change needs it. Here a restart-only slurm.conf key (TaskPlugin)
+    and a slurmdbd.conf setting change, then change back: each run restarts slurmdbd,
+    slurmctld and every slurmd, and the cluster runs jobs after each."""
+    ctl = lab_host(CONTROLLER)
+    lab_conf = yaml.safe_load((SCENARIO / "inventory" / "group_vars" / "all.yml").read_text())["slurm_config"]
+
+    def pids() -> dict[str, str]:
+        out = {d: ctl.check_output(f"systemctl show --property MainPID --value {d}") for d in ("slurmdbd", "slurmctld")}
+        return out | {n: lab_host(n).check_output("systemctl show --property MainPID --value slurmd") for n in COMPUTE}
+
+    changed = {"slurm_config": dict(lab_conf, TaskPlugin="task/none"), "slurm_dbd_config": {"DebugLevel": "verbose"}}
+    for extra in (["-e", json.dumps(changed)], []):
+        before = pids()
+        run = playbook("slurm.yml", *extra)
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        for task, hosts in (("Restart slurmdbd", [CONTROLLER]), ("Restart slurmctld", [CONTROLLER]), ("Restart slurmd", COMPUTE)):
+            section = [t for t in run.stdout.split("\nRUNNING HANDLER [") if t.startswith(f"clusterdos.cluster.slurm : {task}]")]
+            assert section and sorted(re.findall(r"^changed: \[(\S+)\]", section[0], re.M)) == sorted(hosts), \
+                run.stdout[-6000:]
+        after = pids()
+        assert all(after[k] != before[k] and after[k] != "0" for k in before), (before, after)
+        wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "both compute nodes idle")
+        assert sorted(host.check_output("srun --nodes=2 --ntasks-per-node=1 hostname").split()) == COMPUTE
+    assert "TaskPlugin=task/affinity" in ctl.file("/etc/slurm/slurm.conf").content_string
+
+
 def test_add_compute_node_while_a_job_runs(host):
     """base.yml on a new host, then slurm_add_node.yml adds it as a third node: the running
     job and the other slurmd live on, every Slurm host resolves the new one, and only the
