@@ -7,7 +7,10 @@ molecule/slurm_cluster (controller + slurmdbd, two compute nodes, one login host
                          what benchmarks/slurm.py times), then the same again (no-op)
   peer  first converge   benchmarks/slurm_peer_prepare.yml (what the role leaves to its user:
                          apt through the lab's proxy, libpmix, MariaDB with the slurmdbd
-                         database and user) + benchmarks/slurm_peer_site.yml (the role, with the
+                         database and user, and the MPI packages our role installs for
+                         validation's MPI job, read from roles/slurm/vars/Debian.yml, so that
+                         both clusters can run the same jobs; --peer-without-mpi leaves them
+                         out) + benchmarks/slurm_peer_site.yml (the role, with the
                          variables its README documents, for the same cluster: accounting in
                          MariaDB, the lab's node and partition lines, munge key distributed),
                          then both again (no-op)
@@ -39,6 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 from slurm_lab import (
     LAB_CLI,
     ROOT,
@@ -56,6 +61,17 @@ PEER_SITE = HERE / "slurm_peer_site.yml"
 CLUSTER = "lab"  # ClusterName on both sides (the scenario's slurm_cluster_name)
 # A test fixture, not a secret: the lab is thrown away after the run.
 DB_PASSWORD = "lab-only-peer-slurmdbd-password"
+
+
+def mpi_packages() -> dict[str, list[str]]:
+    """Per inventory group, the packages our slurm role installs beyond Slurm's own and libpmix
+    (roles/slurm/vars/Debian.yml): the MPI stack of validation's MPI job, which the peer's
+    preparation installs too so that both sides build a cluster that runs the same jobs."""
+    packages = yaml.safe_load((ROOT / "roles" / "slurm" / "vars" / "Debian.yml").read_text())["__slurm_packages"]
+    groups = {"compute": "slurm_compute", "login": "slurm_login", "controller": "slurm_controller", "dbd": "slurm_dbd"}
+    extra = {groups[daemon]: [p for p in names if not p.startswith(("slurm", "libpmix"))]
+             for daemon, names in packages.items()}
+    return {group: names for group, names in extra.items() if names}
 
 
 def peer_role(path: str) -> Path:
@@ -156,6 +172,9 @@ def main() -> int:
     ap.add_argument("--name", default="bench-slurm-peer", help="lab name, used by every side in turn "
                                                                "(default: %(default)s)")
     ap.add_argument("--log-dir", help="save each playbook run's output there (roundN-SIDE/NN-playbook.log)")
+    ap.add_argument("--peer-without-mpi", action="store_true",
+                    help="leave the MPI packages our role installs out of the peer's preparation "
+                         "(the comparison before session 20: the peer's cluster then cannot run the MPI job)")
     add_executor_argument(ap)
     args = ap.parse_args()
     if args.rounds < 1:
@@ -166,7 +185,8 @@ def main() -> int:
         key = Path(tmp) / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
-        peer_vars = json.dumps({"peer_role": str(role), "slurm_munge_key": str(key), "peer_db_password": DB_PASSWORD})
+        peer_vars = json.dumps({"peer_role": str(role), "slurm_munge_key": str(key), "peer_db_password": DB_PASSWORD,
+                                "peer_mpi_packages": {} if args.peer_without_mpi else mpi_packages()})
         for n in range(1, args.rounds + 1):
             order = ("ours", "peer") if n % 2 else ("peer", "ours")
             got = {side: measure(side, args, peer_vars, n) for side in order}
@@ -193,6 +213,9 @@ def report_round(n: int, order: tuple[str, str], got: dict) -> None:
 def summary(rows: list[tuple[int, dict, dict]], args, role: Path) -> int:
     counted = [(n, o, p) for n, o, p in rows if not o["broken"] and not p["broken"]]
     print(f"\npeer role: {role}")
+    print("peer's preparation installs our MPI packages too: " +
+          ("no (--peer-without-mpi)" if args.peer_without_mpi else
+           "; ".join(f"{g}: {', '.join(p)}" for g, p in mpi_packages().items())))
     print(f"executor: {args.executor}; lab: {', '.join(p['name'] for p in SlurmLab(args.name).platforms)}; "
           f"{os.cpu_count()} CPUs; load now {load()}")
     if not counted:
