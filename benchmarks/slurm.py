@@ -24,7 +24,7 @@ import argparse
 import os
 import sys
 
-from slurm_lab import ROOT, SCENARIO, SlurmLab, add_executor_argument, figures, load, slowest
+from slurm_lab import ROOT, SCENARIO, SlurmLab, add_executor_argument, figures, load, slowest, speed
 
 
 def describe(label: str, fig: dict, hosts: list[str]) -> str:
@@ -42,7 +42,7 @@ def main() -> int:
     add_executor_argument(ap)
     args = ap.parse_args()
     book = ROOT / "playbooks" / "site.yml" if args.site else SCENARIO / "converge.yml"
-    loads = [load()]
+    loads, machine = [load()], speed()
     with SlurmLab(args.name, keep=args.keep, executor=args.executor) as lab:
         first = lab.playbook(book, profile=not args.no_profile)
         loads.append(load())
@@ -52,6 +52,7 @@ def main() -> int:
         loads.append(load())
     print(f"playbook: {book.relative_to(ROOT)}")
     print(f"executor: {args.executor}")
+    print(f"machine before the lab started: {machine}")
     print(f"hosts: {len(lab.names)} ({', '.join(lab.names)})")
     print(describe("first converge", first, lab.names))
     print(describe("no-op, full", full, lab.names)

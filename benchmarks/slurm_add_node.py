@@ -29,7 +29,7 @@ import argparse
 import os
 import sys
 
-from slurm_lab import NEW_NODE, ROOT, SCENARIO, SlurmLab, add_executor_argument, figures, load, slowest
+from slurm_lab import NEW_NODE, ROOT, SCENARIO, SlurmLab, add_executor_argument, figures, load, slowest, speed
 
 
 def describe(label: str, fig: dict, hosts: list[str], new: str | None = None) -> list[str]:
@@ -65,7 +65,7 @@ def main() -> int:
         ap.error(f"--compute {args.compute}: the scenario has two compute nodes; give 2 or more")
     extra = [f"slurm-cx{i}=slurm_compute" for i in range(1, args.compute - 1)]
     lines: list[str] = []
-    loads = [load()]
+    loads, machine = [load()], speed()
     with SlurmLab(args.name, keep=args.keep, executor=args.executor, extra=extra,
                    log_dir=args.log_dir) as lab:
         names = list(lab.names)
@@ -97,6 +97,7 @@ def main() -> int:
         lines += describe("no-op add node", noop, all_hosts, NEW_NODE)
         loads.append(load())
     print(f"executor: {args.executor}")
+    print(f"machine before the lab started: {machine}")
     print(f"hosts: {', '.join(names)} + {NEW_NODE} (new)")
     print("\n".join(lines))
     print("\n".join(slowest(add_path.name, fig)))

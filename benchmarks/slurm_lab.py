@@ -12,6 +12,7 @@ import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,6 +57,30 @@ def executor_env(executor: str) -> dict[str, str]:
 def load() -> str:
     """The load average (1/5/15 min): figures compare only at similar load."""
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def speed() -> str:
+    """This machine's speed now, by two fixed probes timed here: a pure-Python loop on one
+    core (the controller's kind of work) and 32 writes of 64 KiB, each synced (dpkg syncs
+    what it unpacks). The same converge took 73.5 s and, half an hour later, 111.9 s, idle
+    both times (docs/performance.md, session 20): runs whose probes differ much do not
+    compare. Take it before a lab starts, so that the lab's own work is not in it."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(3_000_000):
+        total += i
+    cpu = time.perf_counter() - start
+    fd, path = tempfile.mkstemp(prefix="bench-speed-", dir="/var/tmp")
+    try:
+        start = time.perf_counter()
+        for _ in range(32):
+            os.write(fd, bytes(65536))
+            os.fsync(fd)
+        sync = time.perf_counter() - start
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return f"cpu probe {cpu:.2f} s, fsync probe {sync:.2f} s"
 
 
 class SlurmLab:

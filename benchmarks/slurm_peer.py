@@ -52,6 +52,7 @@ from slurm_lab import (
     add_executor_argument,
     figures,
     load,
+    speed,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -131,7 +132,7 @@ def converge(side: str, lab: SlurmLab, peer_vars: str) -> dict:
 def measure(side: str, args, peer_vars: str, round_no: int) -> dict:
     """A fresh lab, `side`'s first converge, the check, its no-op, the check again; the lab is removed."""
     log_dir = os.path.join(args.log_dir, f"round{round_no}-{side}") if args.log_dir else None
-    out: dict = {"loads": [load()], "broken": ""}
+    out: dict = {"loads": [load()], "broken": "", "speed": speed()}
     try:
         with SlurmLab(args.name, executor=args.executor, log_dir=log_dir) as lab:
             # Task coverage records nothing here: the peer's tasks are not ours (both sides alike).
@@ -202,6 +203,7 @@ def report_round(n: int, order: tuple[str, str], got: dict) -> None:
         loads = res["loads"] + ["-"] * 3
         print(line(side, "first converge", res.get("first"), loads[1]))
         print(line(side, "no-op", res.get("noop"), loads[2]))
+        print(f"  {side:<5}machine before its lab started: {res['speed']}")
         if res["broken"]:
             print(f"  {side:<5}NOT A WORKING CLUSTER, round not counted: {res['broken']}")
     first, noop = ratio(got["ours"], got["peer"], "first"), ratio(got["ours"], got["peer"], "noop")
