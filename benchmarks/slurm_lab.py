@@ -19,6 +19,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import machine_probe  # noqa: E402  (scripts/machine_probe.py: one probe for test-all and the benchmarks)
 SCENARIO = ROOT / "molecule" / "slurm_cluster"
 LAB_CLI = str(ROOT / "bin" / "clusterdos-lab")
 # The host the add-node benchmark adds (a compute node).
@@ -60,16 +62,12 @@ def load() -> str:
 
 
 def speed() -> str:
-    """This machine's speed now, by two fixed probes timed here: a pure-Python loop on one
-    core (the controller's kind of work) and 32 writes of 64 KiB, each synced (dpkg syncs
-    what it unpacks). The same converge took 73.5 s and, half an hour later, 111.9 s, idle
-    both times (docs/performance.md, session 20): runs whose probes differ much do not
-    compare. Take it before a lab starts, so that the lab's own work is not in it."""
-    start = time.perf_counter()
-    total = 0
-    for i in range(3_000_000):
-        total += i
-    cpu = time.perf_counter() - start
+    """This machine's speed now: scripts/machine_probe.py's Python loop alone and twice side
+    by side (the probe that sets test-all's lanes), and 32 writes of 64 KiB, each synced
+    (dpkg syncs what it unpacks). The same converge took 73.5 s and, half an hour later,
+    111.9 s, idle both times (docs/performance.md, session 20): runs whose probes differ
+    much do not compare. Take it before a lab starts, so that the lab's own work is not in it."""
+    one, pair = machine_probe.probe()
     fd, path = tempfile.mkstemp(prefix="bench-speed-", dir="/var/tmp")
     try:
         start = time.perf_counter()
@@ -80,7 +78,7 @@ def speed() -> str:
     finally:
         os.close(fd)
         os.unlink(path)
-    return f"cpu probe {cpu:.2f} s, fsync probe {sync:.2f} s"
+    return f"loop alone {one:.2f} s, two side by side did {pair:.2f}x its work; 32 synced writes {sync:.2f} s"
 
 
 class SlurmLab:

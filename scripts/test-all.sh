@@ -35,27 +35,12 @@ require_all="${TEST_ALL_REQUIRE_ALL:-1}"
 # Two lanes side by side only where the machine gets about twice the work done with two
 # CPU-bound processes: CI's "2 cores" have not always done that (its stages all took
 # about 2.3 times as long once they ran in two lanes: measured 2026-12-01, the lanes'
-# wall time went from 1149 s one after another to 1555 s side by side). The probe runs
-# the same Python loop alone and then twice side by side, best of two each (a few
-# seconds); two lanes when the pair does at least 1.5 times the work of one.
+# wall time went from 1149 s one after another to 1555 s side by side). The probe
+# (scripts/machine_probe.py, which the benchmarks print too) runs the same Python loop
+# alone and then twice side by side, best of two each (a few seconds); two lanes when the pair does at least 1.5 times the work of one.
 # TEST_ALL_LANES and TEST_ALL_SCENARIO_LANES override what it finds (both set: no probe).
 probe_speedup() {
-  python3 - <<'PY'
-import multiprocessing, time
-def work(_):
-    total = 0
-    for i in range(6_000_000):
-        total += i * i
-    return total
-def timed(n):
-    with multiprocessing.Pool(n) as pool:
-        start = time.perf_counter()
-        pool.map(work, range(n))
-        return time.perf_counter() - start
-one = min(timed(1) for _ in range(2))
-two = min(timed(2) for _ in range(2))
-print(f"{2 * one / two:.2f}")
-PY
+  python3 "$here/scripts/machine_probe.py"
 }
 parallel_speedup=""
 if [ -z "${TEST_ALL_LANES:-}" ] || [ -z "${TEST_ALL_SCENARIO_LANES:-}" ]; then
