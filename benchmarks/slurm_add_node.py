@@ -13,7 +13,12 @@ molecule/slurm_cluster (controller + slurmdbd, two compute nodes, one login host
 For each playbook run: seconds, task headers, changed, and the tasks that ran (ok+changed
 in the recap) on the new host and on each existing host -- the existing hosts' share is
 what must stay small and independent of the cluster's size. The slowest tasks of the add
-come from the profile_tasks callback. Prints figures and the load average; asserts nothing
+come from the profile_tasks callback, which also splits the add's time by who ran each task
+(benchmarks/slurm_lab.split_by_hosts): the new node alone, the new node with running hosts
+(the facts step, for one), running hosts alone (the reconfigure, slurmctld's restart), no
+lab host, Ansible's own start. The add less the running hosts' own tasks is what
+converging the new node costs in this run; the add's ratio to it is printed beside the
+ratio to the per-host share. Prints figures and the load average; asserts nothing
 about time. Starts its own lab and removes it afterwards (--keep leaves it up).
 
 With --compute N the lab starts N compute nodes instead of the scenario's two (more hosts
@@ -29,7 +34,8 @@ import argparse
 import os
 import sys
 
-from slurm_lab import NEW_NODE, ROOT, SCENARIO, SlurmLab, add_executor_argument, figures, load, slowest, speed
+from slurm_lab import (NEW_NODE, ROOT, SCENARIO, SlurmLab, add_executor_argument, figures, load, slowest, speed,
+                       split_by_hosts)
 
 
 def describe(label: str, fig: dict, hosts: list[str], new: str | None = None) -> list[str]:
@@ -84,14 +90,22 @@ def main() -> int:
             steps = [("add node: base.yml" + ("" if args.base_on_all else " (new)"), ROOT / "playbooks" / "base.yml", limit),
                      ("add node: slurm_add_node", ROOT / "playbooks" / "slurm_add_node.yml", [])]
         total = 0.0
-        for i, (label, path, extra_args) in enumerate(steps):
-            # The last step is the one whose slowest tasks are printed.
-            fig = lab.playbook(path, *extra_args, profile=i == len(steps) - 1)
+        parts = {"new": 0.0, "both": 0.0, "existing": 0.0, "none": 0.0, "rest": 0.0}
+        for label, path, extra_args in steps:
+            fig = lab.playbook(path, *extra_args, profile=True)
             lines += describe(label, fig, all_hosts, NEW_NODE)
             total += fig["seconds"]
+            parts = {k: v + split_by_hosts(fig, NEW_NODE)[k] for k, v in parts.items()}
         _label, add_path, add_args = steps[-1]
         lines.append(f"{'add node total':<26}{total:7.1f} s  = {total / share:.2f}x the per-host share,"
                      f" {100 * total / first['seconds']:.0f}% of the first converge")
+        # The same add's time by who ran each task (profile_tasks): what the new node's own
+        # converge needs, and what the running hosts add to it.
+        own = total - parts["existing"]
+        lines.append(f"{'':<26}by task: the new node alone {parts['new']:.1f} s, with running hosts "
+                     f"{parts['both']:.1f} s, running hosts alone {parts['existing']:.1f} s, no lab host "
+                     f"{parts['none']:.1f} s, Ansible's start and play headers {parts['rest']:.1f} s")
+        lines.append(f"{'':<26}= {total / own:.2f}x the add without the running hosts' own tasks ({own:.1f} s)")
         loads.append(load())
         noop = lab.playbook(add_path, *add_args)
         lines += describe("no-op add node", noop, all_hosts, NEW_NODE)

@@ -155,7 +155,55 @@ class SlurmLab:
             "changed": sum(r["changed"] for r in recap.values()),
             "ran": {h: r["ok"] + r["changed"] for h, r in recap.items() if h != "localhost"},
             "slowest": re.findall(r"^(.+?) -+ (\d+\.\d+)s$", proc.stdout, re.M) if profile else [],
+            "timeline": timeline(proc.stdout) if profile else [],
         }
+
+
+_HEADER = re.compile(r"^(TASK|RUNNING HANDLER) \[(.*?)\]|^(PLAY RECAP|TASKS RECAP)")
+_TIMING = re.compile(r"\((\d+):(\d+):(\d+\.\d+)\)\s+\d+:\d+:\d+\.\d+")
+_RESULT = re.compile(r"^(?:ok|changed|fatal|failed|unreachable): \[([^\]\s]+)")
+_INCLUDED = re.compile(r"^included: .* for (.+)$")
+
+
+def timeline(stdout: str) -> list[tuple[str, float, frozenset[str]]]:
+    """Every task of a run profiled by profile_tasks, in order: (name, seconds, the hosts
+    that ran it -- ok, changed, failed or included; skipped hosts and localhost left out).
+    A task's seconds are profile_tasks' (the time from its header to the next one), so they
+    add up to the run's time less Ansible's start and the play headers."""
+    tasks: list[tuple[str, float, frozenset[str]]] = []
+    name, hosts = None, set()
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
+        head = _HEADER.match(line)
+        if head:
+            timing = next((_TIMING.search(nxt) for nxt in lines[i + 1:i + 3] if _TIMING.search(nxt)), None)
+            if name is not None and timing:
+                hours, minutes, secs = timing.groups()
+                tasks.append((name, int(hours) * 3600 + int(minutes) * 60 + float(secs), frozenset(hosts)))
+            name, hosts = (head.group(2) if head.group(1) else None), set()
+            continue
+        if name is None:
+            continue
+        found = _RESULT.match(line)
+        included = _INCLUDED.match(line)
+        if found:
+            hosts.add(found.group(1))
+        elif included:
+            hosts.update(h.strip() for h in included.group(1).split(","))
+    return [(n, secs, frozenset(h for h in ran if h != "localhost")) for n, secs, ran in tasks]
+
+
+def split_by_hosts(fig: dict, new: str) -> dict[str, float]:
+    """A profiled run's time by who ran each task: the new node alone ("new"), the new node
+    and existing hosts in the same task ("both"), existing hosts alone ("existing"), no lab
+    host (checks on localhost, tasks every host skipped: "none"), and what profile_tasks
+    does not see (Ansible's start, play headers: "rest")."""
+    parts = {"new": 0.0, "both": 0.0, "existing": 0.0, "none": 0.0}
+    for _name, secs, ran in fig["timeline"]:
+        key = "none" if not ran else "new" if ran == {new} else "both" if new in ran else "existing"
+        parts[key] += secs
+    parts["rest"] = max(0.0, fig["seconds"] - sum(parts.values()))
+    return parts
 
 
 def figures(fig: dict) -> str:

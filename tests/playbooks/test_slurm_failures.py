@@ -10,7 +10,9 @@ closed (unreachable at once), and checks what the real run relies on:
   * a controller that does not answer stops the run before the next play;
   * more than slurm_compute_max_fail_percentage of the compute nodes failing stops it too;
   * adding nodes, the hosts already running Slurm are not probed for hardware: a compute
-    node's comes from the saved file (probed in full only when the file lacks it).
+    node's comes from the saved file (probed in full only when the file lacks it); one
+    whose address the inventory gives is not asked at all, its OS family coming from the
+    file too (asked for its OS facts when a file from before lacks the family).
 
 The whole Slurm stage with a stopped lab host: molecule/slurm_cluster (verify).
 """
@@ -51,6 +53,9 @@ PLAYBOOK = """
       ansible.builtin.debug:
         msg: "NEXT-PLAY {{ inventory_hostname }} {{ groups['slurm_compute'] | map('extract', hostvars, ['ansible_facts', 'memtotal_mb'])
           | map('default', 'none') | join(',') }}"
+    - name: Show the OS family each host's vars would be loaded for
+      ansible.builtin.debug:
+        msg: "OS-FAMILY {{ inventory_hostname }} {{ ansible_facts['os_family'] | default('none') }}"
 """
 
 
@@ -170,3 +175,33 @@ def test_adding_a_node_probes_a_node_missing_from_the_saved_file(tmp_path):
     assert all(m.isdigit() and m != "4242" for m in memory), out[-3000:]
     probed = [t for t in out.split("\nTASK [") if t.startswith("clusterdos.cluster.slurm : Probe a compute node in full")]
     assert probed and "ok: [c1]" in probed[0], out[-3000:]
+
+
+def section(out: str, task: str) -> str:
+    found = [t for t in out.split("\nTASK [") if t.startswith(f"clusterdos.cluster.slurm : {task}]")]
+    assert len(found) == 1, out[-3000:]
+    return found[0]
+
+
+def test_adding_a_node_does_not_ask_a_running_node_its_record_describes(tmp_path):
+    saved = {"c1": {**SAVED_C1["c1"], "os_family": "Debian"}}
+    result = run(tmp_path, down=set(), compute=["c1", "c2"], saved=saved, new_nodes=["c2"],
+                 extra={"clusterdos_node_ip": "192.0.2.10"})
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:]
+    asked = section(out, "Gather facts unless this run already has them")
+    assert "skipping: [c1]" in asked and "ok: [c2]" in asked and "ok: [ctl]" in asked, out[-3000:]
+    assert "skipping: [c1]" in section(out, "Gather the OS facts a running compute node's record does not hold")
+    assert next_play(out)["ctl"].split(",")[0] == "4242", out[-3000:]
+    assert dict(re.findall(r"msg: OS-FAMILY (\S+) (\S+)", out))["c1"] == "Debian", out[-3000:]
+
+
+def test_adding_a_node_asks_a_running_node_whose_record_lacks_its_os_family(tmp_path):
+    result = run(tmp_path, down=set(), compute=["c1", "c2"], saved=SAVED_C1, new_nodes=["c2"],
+                 extra={"clusterdos_node_ip": "192.0.2.10"})
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:]
+    assert "skipping: [c1]" in section(out, "Gather facts unless this run already has them"), out[-3000:]
+    assert "ok: [c1]" in section(out, "Gather the OS facts a running compute node's record does not hold"), out[-3000:]
+    assert next_play(out)["ctl"].split(",")[0] == "4242", out[-3000:]
+    assert dict(re.findall(r"msg: OS-FAMILY (\S+) (\S+)", out))["c1"] not in ("none", ""), out[-3000:]

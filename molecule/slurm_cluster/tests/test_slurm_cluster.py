@@ -397,7 +397,8 @@ def test_add_compute_node_while_a_job_runs(host):
     job and the other slurmd live on, every Slurm host resolves the new one, and only the
     new host is probed for hardware, with one exception: a compute node missing from the
     hardware saved on the controller (removed here) is probed in full and saved again as
-    it was."""
+    it was. The running compute node whose record is saved is not asked for facts at all
+    (its OS family is in the record): it only runs the reconfigure."""
     job = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --nodes=1 --job-name=long --wrap 'sleep 900'")
     wait_for(lambda: host.check_output(f"squeue --noheader --jobs {job} --format %T") == "RUNNING", f"job {job} to run")
     pids = {n: lab_host(n).check_output("systemctl show --property MainPID --value slurmd") for n in COMPUTE}
@@ -419,6 +420,9 @@ def test_add_compute_node_while_a_job_runs(host):
         # and the one whose saved hardware was removed (in full, and for GPUs and RDMA).
         probe = "clusterdos.cluster.slurm : Probe a compute node in full when no saved hardware stands in for it"
         assert re.findall(r"^ok: \[(\S+)\]", task_output(run.stdout, probe), re.M) == [unsaved], run.stdout[-4000:]
+        gather = "clusterdos.cluster.slurm : Gather facts unless this run already has them"
+        asked = sorted(re.findall(r"^ok: \[(\S+)\]", task_output(run.stdout, gather), re.M))
+        assert asked == sorted([CONTROLLER, LOGIN, NEW_NODE]), run.stdout[-4000:]
         discovery = task_output(run.stdout, "Discover GPUs and RDMA devices unless this run already has them")
         included = re.search(r"^included: .* for (.+)$", discovery, re.M)
         assert included and sorted(included.group(1).split(", ")) == sorted([unsaved, NEW_NODE]), run.stdout[-4000:]
