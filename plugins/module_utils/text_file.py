@@ -40,12 +40,51 @@ def write_text(module: Any, path: str, text: str, dir_mode: int = 0o755,
     return True, before
 
 
+def with_block(current: Optional[str], marker: str, block: str) -> str:
+    """CURRENT (a file's text, None when there is none) with BLOCK between MARKER's BEGIN
+    and END lines ({mark} in MARKER stands for each), as ansible.builtin.blockinfile writes
+    it with its defaults: the block replaces the one already there, or goes at the end; an
+    empty BLOCK removes it, markers included. The same bytes, so that a file blockinfile
+    wrote is not rewritten."""
+    lines = current.splitlines(True) if current else []
+    begin = marker.replace("{mark}", "BEGIN") + "\n"
+    end = marker.replace("{mark}", "END") + "\n"
+    if block and not block.endswith("\n"):
+        block += "\n"
+    block_lines = [begin] + block.splitlines(True) + [end] if block else []
+    first = last = None
+    for index, line in enumerate(lines):
+        if line == begin:
+            first = index
+        if line == end:
+            last = index
+    if first is None or last is None:
+        first = len(lines)
+    elif first < last:
+        del lines[first:last + 1]
+    else:
+        del lines[last:first + 1]
+        first = last
+    if first > 0 and not lines[first - 1].endswith("\n"):
+        lines[first - 1] += "\n"
+    lines[first:first] = block_lines
+    return "".join(lines)
+
+
+def _read_text(path: str) -> Optional[str]:
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8", errors="replace")
+
+
 def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dict[str, Any]]) -> Dict[str, Any]:
     """Make DIRECTORIES exist and FILES hold their text, owner, group and mode, in one call
     (the text_files module): one round trip for what took a task per file.
 
     Each directory: path, mode (octal string), owner, group. Each file: path, content, mode,
-    owner, group and tag (a name the caller acts on when that file changed). Returns changed,
+    owner, group and tag (a name the caller acts on when that file changed); or, instead of
+    content, block and marker: that block within what the file holds (with_block). Returns changed,
     changed_paths, changed_tags (sorted, unique) and the diff (one entry per changed file).
     Nothing is written in check mode.
     """
@@ -67,6 +106,8 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
                          "before": "" if existed else "(absent)\n", "after": "directory, mode %s\n" % item["mode"]})
     for item in files:
         path = item["path"]
+        if item.get("block") is not None:
+            item = dict(item, content=with_block(_read_text(path), item["marker"], item["block"]))
         changed, before = write_text(module, path, item["content"], mode=int(item["mode"], 8))
         if os.path.isfile(path):
             changed = _attributes(module, path, item, changed)

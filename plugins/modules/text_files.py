@@ -30,9 +30,21 @@ options:
         type: path
         required: true
       content:
-        description: The file's whole text.
+        description:
+          - The file's whole text.
+          - Give O(files[].content), or O(files[].block) with O(files[].marker).
         type: str
-        required: true
+      block:
+        description:
+          - A block of lines this file holds between two marker lines, the rest of the file left as it is, written as
+            C(ansible.builtin.blockinfile) writes it by default (the same bytes) - the block replaces the one between
+            the markers or goes at the end of the file; an empty block removes it and its markers.
+          - The base role's C(/etc/hosts) block, written by the Slurm role's reconfigure in the same call as
+            slurm.conf when a node is added.
+        type: str
+      marker:
+        description: The marker lines, C({mark}) standing for C(BEGIN) and C(END). Required with O(files[].block).
+        type: str
       mode:
         description: Octal mode, as a string.
         type: str
@@ -123,11 +135,14 @@ def main() -> None:
         argument_spec={
             "files": {"type": "list", "elements": "dict", "required": True, "options": {
                 "path": {"type": "path", "required": True},
-                "content": {"type": "str", "required": True},
+                "content": {"type": "str"},
+                "block": {"type": "str"},
+                "marker": {"type": "str"},
                 "mode": {"type": "str", "default": "0644"},
                 "tag": {"type": "str"},
                 **_ATTRIBUTES,
-            }},
+            }, "mutually_exclusive": [["content", "block"]], "required_one_of": [["content", "block"]],
+                "required_by": {"block": "marker"}},
             "directories": {"type": "list", "elements": "dict", "default": [], "options": {
                 "path": {"type": "path", "required": True},
                 "mode": {"type": "str", "default": "0755"},

@@ -96,3 +96,51 @@ def test_replaces_a_file_that_is_not_text(tmp_path, capsys):
     assert result["changed"] is True
     assert key.read_text() == "cluster-key"
     assert run(capsys, spec(tmp_path, conf="cluster-key"))["changed"] is False
+
+
+MARKER = "# {mark} clusterdos.cluster.base: cluster hosts"
+
+
+def test_a_block_goes_at_the_end_then_is_replaced_in_place(tmp_path, capsys):
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n::1 localhost")  # no newline at the end
+    item = {"path": str(hosts), "block": "10.0.0.1 a\n", "marker": MARKER, "owner": OWNER, "group": GROUP}
+    first = run(capsys, {"files": [item]})
+    assert first["changed"] is True
+    assert hosts.read_text() == ("127.0.0.1 localhost\n::1 localhost\n# BEGIN clusterdos.cluster.base: cluster hosts\n"
+                                 "10.0.0.1 a\n# END clusterdos.cluster.base: cluster hosts\n")
+    assert run(capsys, {"files": [item]})["changed"] is False
+    hosts.write_text(hosts.read_text() + "192.0.2.9 other\n")
+    second = run(capsys, {"files": [dict(item, block="10.0.0.1 a\n10.0.0.2 b")]})
+    assert second["changed"] is True
+    assert hosts.read_text() == ("127.0.0.1 localhost\n::1 localhost\n# BEGIN clusterdos.cluster.base: cluster hosts\n"
+                                 "10.0.0.1 a\n10.0.0.2 b\n# END clusterdos.cluster.base: cluster hosts\n192.0.2.9 other\n")
+    run(capsys, {"files": [dict(item, block="")]})
+    assert hosts.read_text() == "127.0.0.1 localhost\n::1 localhost\n192.0.2.9 other\n"
+
+
+def test_a_block_is_written_byte_for_byte_as_blockinfile_writes_it(tmp_path, capsys):
+    """The real blockinfile module on one copy, text_files on another, from the same start:
+    a file blockinfile wrote (an upgrade) is not rewritten."""
+    from ansible.modules import blockinfile
+
+    starts = ["", "127.0.0.1 localhost\n", "a\nb", "x\n# BEGIN clusterdos.cluster.base: cluster hosts\nold\n"
+              "# END clusterdos.cluster.base: cluster hosts\ny\n"]
+    for number, start in enumerate(starts):
+        ours, theirs = tmp_path / f"ours{number}", tmp_path / f"theirs{number}"
+        ours.write_text(start)
+        theirs.write_text(start)
+        with patch_module_args({"path": str(theirs), "block": "10.0.0.1 a\n10.0.0.2 b\n", "marker": MARKER}), \
+                pytest.raises(SystemExit):
+            blockinfile.main()
+        capsys.readouterr()
+        run(capsys, {"files": [{"path": str(ours), "block": "10.0.0.1 a\n10.0.0.2 b\n", "marker": MARKER,
+                                "owner": OWNER, "group": GROUP}]})
+        assert ours.read_bytes() == theirs.read_bytes(), start
+
+
+def test_content_and_block_together_are_refused(tmp_path, capsys):
+    result = run(capsys, {"files": [{"path": str(tmp_path / "f"), "content": "x", "block": "y", "marker": MARKER}]})
+    assert result["failed"] is True and "mutually exclusive" in result["msg"]
+    result = run(capsys, {"files": [{"path": str(tmp_path / "f"), "block": "y"}]})
+    assert result["failed"] is True and "marker" in result["msg"]
