@@ -181,19 +181,20 @@ def main() -> int:
     if args.rounds < 1:
         ap.error("--rounds must be 1 or more")
     role = peer_role(args.peer_role)
+    mpi = {} if args.peer_without_mpi else mpi_packages()
     rows: list[tuple[int, dict, dict]] = []
     with tempfile.TemporaryDirectory(prefix="slurm-peer-") as tmp:
         key = Path(tmp) / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
         peer_vars = json.dumps({"peer_role": str(role), "slurm_munge_key": str(key), "peer_db_password": DB_PASSWORD,
-                                "peer_mpi_packages": {} if args.peer_without_mpi else mpi_packages()})
+                                "peer_mpi_packages": mpi})
         for n in range(1, args.rounds + 1):
             order = ("ours", "peer") if n % 2 else ("peer", "ours")
             got = {side: measure(side, args, peer_vars, n) for side in order}
             rows.append((n, got["ours"], got["peer"]))
             report_round(n, order, got)
-    return summary(rows, args, role)
+    return summary(rows, args, role, mpi)
 
 
 def report_round(n: int, order: tuple[str, str], got: dict) -> None:
@@ -212,12 +213,12 @@ def report_round(n: int, order: tuple[str, str], got: dict) -> None:
     sys.stdout.flush()
 
 
-def summary(rows: list[tuple[int, dict, dict]], args, role: Path) -> int:
+def summary(rows: list[tuple[int, dict, dict]], args, role: Path, mpi: dict[str, list[str]]) -> int:
     counted = [(n, o, p) for n, o, p in rows if not o["broken"] and not p["broken"]]
     print(f"\npeer role: {role}")
     print("peer's preparation installs our MPI packages too: " +
           ("no (--peer-without-mpi)" if args.peer_without_mpi else
-           "; ".join(f"{g}: {', '.join(p)}" for g, p in mpi_packages().items())))
+           "; ".join(f"{g}: {', '.join(p)}" for g, p in mpi.items())))
     print(f"executor: {args.executor}; lab: {', '.join(p['name'] for p in SlurmLab(args.name).platforms)}; "
           f"{os.cpu_count()} CPUs; load now {load()}")
     if not counted:
