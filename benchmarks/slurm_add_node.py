@@ -95,7 +95,8 @@ def main() -> int:
             fig = lab.playbook(path, *extra_args, profile=True)
             lines += describe(label, fig, all_hosts, NEW_NODE)
             total += fig["seconds"]
-            parts = {k: v + split_by_hosts(fig, NEW_NODE)[k] for k, v in parts.items()}
+            split = split_by_hosts(fig, NEW_NODE)
+            parts = {k: v + split[k] for k, v in parts.items()}
         _label, add_path, add_args = steps[-1]
         lines.append(f"{'add node total':<26}{total:7.1f} s  = {total / share:.2f}x the per-host share,"
                      f" {100 * total / first['seconds']:.0f}% of the first converge")
