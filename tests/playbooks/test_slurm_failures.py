@@ -13,6 +13,9 @@ closed (unreachable at once), and checks what the real run relies on:
     node's comes from the saved file (probed in full only when the file lacks it); one
     whose address the inventory gives is not asked at all, its OS family coming from the
     file too (asked for its OS facts when a file from before lacks the family).
+  * adding nodes, the primary controller alone finds the new nodes and sets the facts of
+    the running compute nodes their record fully describes, contacting none of them
+    (with a stand-in sinfo: no slurmctld here).
 
 The whole Slurm stage with a stopped lab host: molecule/slurm_cluster (verify).
 """
@@ -221,3 +224,68 @@ def test_adding_a_node_probes_an_unrecorded_running_node_and_keeps_the_others_re
                       re.M) == ["c2"], out[-3000:]
     memory = next_play(out)["ctl"].split(",")
     assert memory[0] == "4242" and memory[1] != "4242" and memory[1].isdigit(), out[-3000:]
+
+
+NEW_NODES_PLAYBOOK = """
+- name: Find the nodes to add, as playbooks/stages/slurm.yml does in add_node mode
+  hosts: "slurm_controller[0]"
+  gather_facts: false
+  tasks:
+    - name: Find the new nodes (slurm role, new_nodes)
+      ansible.builtin.include_role:
+        name: clusterdos.cluster.slurm
+        tasks_from: new_nodes
+
+- name: What the next plays see
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Show the groups
+      ansible.builtin.debug:
+        msg: "GROUPS new={{ groups['slurm_new_nodes'] | default([]) | join(',') }} recorded={{ groups['slurm_recorded_nodes'] | default([]) | join(',') }}"
+    - name: Show each compute node's facts
+      ansible.builtin.debug:
+        msg: "FACTS {{ item }} {{ hostvars[item]['ansible_facts']['memtotal_mb'] | default('none') }} {{ hostvars[item]['ansible_facts']['os_family'] | default('none') }}"
+      loop: "{{ groups['slurm_compute'] }}"
+"""
+
+
+def test_finding_new_nodes_sets_recorded_facts_without_contacting_running_nodes_with_a_stand_in_sinfo(tmp_path):
+    """The new_nodes entry point on the primary controller, with a stand-in `sinfo` (a
+    script printing what slurmctld would report: c1 and c3 up, c2 absent; no slurmctld
+    runs here -- molecule/slurm_cluster adds a node to a real one). c1 (recorded in full,
+    address in the inventory) gets its facts from the record and lands in the recorded
+    group; c3 (record without its OS family) does not; c2 is new. c1 and c3 answer no
+    task (they are unreachable: a task on them would fail the run)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sinfo").write_text("#!/bin/sh\nprintf 'c1 idle\\nc3 mixed\\nc2 down*\\n'\n")
+    (bin_dir / "sinfo").chmod(0o755)
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    down = {"ansible_host": "127.0.0.1", "ansible_port": 9, "ansible_connection": "ssh",
+            "ansible_ssh_common_args": "-o ConnectTimeout=3 -o ConnectionAttempts=1"}
+    inventory = {"all": {"hosts": {"localhost": local}, "children": {
+        "slurm_controller": {"hosts": {"ctl": local}},
+        "slurm_compute": {"hosts": {"c1": {**down, "clusterdos_node_ip": "192.0.2.11"},
+                                    "c2": local,
+                                    "c3": {**down, "clusterdos_node_ip": "192.0.2.13"}}},
+    }}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(NEW_NODES_PLAYBOOK)
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "nodes_hardware.yml").write_text(yaml.safe_dump({
+        "c1": {**SAVED_C1["c1"], "os_family": "Debian"},
+        "c3": {**SAVED_C1["c1"], "memtotal_mb": 3333}}))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+               PATH=f"{bin_dir}:{BIN}:{os.environ['PATH']}")
+    result = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
+                             "-e", yaml.safe_dump({"__slurm_fingerprint_dir": str(state)}, default_flow_style=True).strip()],
+                            capture_output=True, text=True, env=env, check=False, cwd=ROOT)
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:]
+    assert re.findall(r"msg: GROUPS (.*)", out) == ["new=c2 recorded=c1"], out[-3000:]
+    facts = dict((host, rest) for host, rest in re.findall(r"msg: FACTS (\S+) (.*)", out))
+    assert facts == {"c1": "4242 Debian", "c2": "none none", "c3": "none none"}, out[-3000:]
+    # Only the controller and localhost ran tasks: no worker touched a compute node.
+    assert set(recap(out)) == {"ctl", "localhost"}, out[-3000:]

@@ -400,8 +400,9 @@ def test_add_compute_node_while_a_job_runs(host):
     it was. The other running compute node's record is saved without its OS family (a
     record from before the family was kept): it is not probed, only asked for its OS facts
     by the late step, and its record is saved again with the family. (A record with the
-    family spares that step too: tests/playbooks/test_slurm_failures.py, and the add-node
-    benchmark's larger labs.)"""
+    family spares that step too.) A second add (the new node set down, so taken as new again)
+    finds every running compute node's record complete: those nodes' facts come from it,
+    they run nothing before their files are written, and nothing changes."""
     job = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --nodes=1 --job-name=long --wrap 'sleep 900'")
     wait_for(lambda: host.check_output(f"squeue --noheader --jobs {job} --format %T") == "RUNNING", f"job {job} to run")
     pids = {n: lab_host(n).check_output("systemctl show --property MainPID --value slurmd") for n in COMPUTE}
@@ -445,5 +446,25 @@ def test_add_compute_node_while_a_job_runs(host):
         assert sorted(states) == sorted(COMPUTE + [NEW_NODE])
         assert states[COMPUTE[0]] in ("mixed", "allocated") and states[COMPUTE[1]] == "idle"
         assert host.check_output(f"srun --nodelist={NEW_NODE} hostname") == NEW_NODE
+
+        # Adding again, every running node's record now complete (saved again above, with the
+        # OS family): the new node, set down in slurmctld, is taken as new again. The running
+        # compute nodes' facts come from their record, set by the primary controller in one
+        # task, and they are in no play before the one that writes their files; nothing else
+        # changed, so the files come out the same and the run changes nothing anywhere.
+        conf = ctl.file("/etc/slurm/slurm.conf").content_string
+        host.run_expect([0], f"scontrol update nodename={NEW_NODE} state=down reason=clusterdos-readd-test")
+        again = playbook("slurm_add_node.yml")
+        assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
+        recorded = task_output(again.stdout, "clusterdos.cluster.slurm : Group the running compute nodes whose facts came from their record")
+        assert sorted(re.findall(r"\(item=([^)]+)\)", recorded)) == sorted(COMPUTE), again.stdout[-4000:]
+        marker = "clusterdos.cluster.slurm : Mark the host's facts step (its own variables from here)"
+        in_facts_play = sorted(re.findall(r"^ok: \[(\S+)\]", task_output(again.stdout, marker), re.M))
+        assert in_facts_play == sorted([CONTROLLER, LOGIN, NEW_NODE]), again.stdout[-4000:]
+        changed = dict(re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", again.stdout, re.M))
+        assert set(changed) >= set(GROUPS) | {NEW_NODE} and set(changed.values()) == {"0"}, again.stdout[-3000:]
+        assert ctl.file("/etc/slurm/slurm.conf").content_string == conf
+        host.run_expect([0], f"scontrol update nodename={NEW_NODE} state=resume")
+        wait_for(lambda: node_states(host).get(NEW_NODE) == "idle", f"{NEW_NODE} idle again")
     finally:
         host.run(f"scancel {job}")
