@@ -34,9 +34,21 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"
 
+FIND_PLAY = """
+- name: Find the nodes to add, as playbooks/stages/slurm.yml does in add_node mode
+  hosts: "slurm_controller[0]"
+  gather_facts: false
+  tasks:
+    - name: Find the new nodes (slurm role, new_nodes)
+      ansible.builtin.include_role:
+        name: clusterdos.cluster.slurm
+        tasks_from: new_nodes
+"""
+
 PLAYBOOK = """
 - name: Facts, as playbooks/slurm.yml gathers them
-  hosts: all
+  # Adding nodes, as the stage's facts play: not the nodes the new_nodes step recorded.
+  hosts: "{{ 'all:!slurm_recorded_nodes' if 'slurm_recorded_nodes' in groups else 'all' }}"
   gather_facts: false
   tasks:
     - name: Gather facts (slurm role, facts)
@@ -77,17 +89,23 @@ def run(tmp_path: Path, down: set[str], compute: list[str], saved: dict | None =
         "slurm_compute": {"hosts": {name: host(name) for name in compute}},
         "slurm_login": {"hosts": {"login": host("login")}},
     }}}
-    if new_nodes is not None:
-        # What the new_nodes entry point makes in add_node mode (slurm_add_node.yml).
-        inventory["all"]["children"]["slurm_new_nodes"] = {"hosts": {name: None for name in new_nodes}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    if new_nodes is not None:
+        # Adding nodes (slurm_add_node.yml): the new_nodes entry point runs first and asks
+        # slurmctld which nodes are up. No slurmctld here: a stand-in sinfo reports every
+        # compute host but the new ones idle.
+        up = "".join(f"{name} idle\\n" for name in compute if name not in new_nodes)
+        (bin_dir / "sinfo").write_text(f"#!/bin/sh\nprintf '{up}'\n")
+        (bin_dir / "sinfo").chmod(0o755)
+    (tmp_path / "play.yml").write_text((FIND_PLAY if new_nodes is not None else "") + PLAYBOOK)
     state = tmp_path / "state"
     state.mkdir(exist_ok=True)
     if saved is not None:
         (state / "nodes_hardware.yml").write_text(yaml.safe_dump(saved))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-               PATH=f"{BIN}:{os.environ['PATH']}")
+               PATH=f"{bin_dir}:{BIN}:{os.environ['PATH']}")
     variables = {"__slurm_fingerprint_dir": str(state), **(extra or {})}
     return subprocess.run([str(BIN / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
                            "-e", yaml.safe_dump(variables, default_flow_style=True).strip()],
@@ -170,20 +188,25 @@ def test_adding_a_node_reads_the_others_hardware_from_the_saved_file(tmp_path):
     assert probed and "skipping: [c1]" in probed[0], out[-3000:]
 
 
+def section(out: str, task: str) -> str:
+    found = [t for t in out.split("\nTASK [") if t.startswith(f"clusterdos.cluster.slurm : {task}]")]
+    assert len(found) == 1, out[-3000:]
+    return found[0]
+
+
+def gathered(out: str) -> str:
+    return section(out, "Gather facts unless this run already has them")
+
+
 def test_adding_a_node_probes_a_node_missing_from_the_saved_file(tmp_path):
     result = run(tmp_path, down=set(), compute=["c1", "c2"], saved={}, new_nodes=["c2"])
     out = result.stdout
     assert result.returncode == 0, out[-3000:]
     memory = next_play(out)["ctl"].split(",")
     assert all(m.isdigit() and m != "4242" for m in memory), out[-3000:]
-    probed = [t for t in out.split("\nTASK [") if t.startswith("clusterdos.cluster.slurm : Probe a compute node in full")]
-    assert probed and "ok: [c1]" in probed[0], out[-3000:]
-
-
-def section(out: str, task: str) -> str:
-    found = [t for t in out.split("\nTASK [") if t.startswith(f"clusterdos.cluster.slurm : {task}]")]
-    assert len(found) == 1, out[-3000:]
-    return found[0]
+    # In full at once (no record to read its hardware from), not in two gatherings.
+    assert "ok: [c1]" in gathered(out), out[-3000:]
+    assert "ok: [" not in section(out, "Probe a compute node in full when no saved hardware stands in for it"), out[-3000:]
 
 
 def test_adding_a_node_does_not_ask_a_running_node_its_record_describes(tmp_path):
@@ -192,9 +215,9 @@ def test_adding_a_node_does_not_ask_a_running_node_its_record_describes(tmp_path
                  extra={"clusterdos_node_ip": "192.0.2.10"})
     out = result.stdout
     assert result.returncode == 0, out[-3000:]
-    asked = section(out, "Gather facts unless this run already has them")
-    assert "skipping: [c1]" in asked and "ok: [c2]" in asked and "ok: [ctl]" in asked, out[-3000:]
-    assert "skipping: [c1]" in section(out, "Gather the OS facts a running compute node's record does not hold")
+    # The new_nodes step recorded c1: it is not in the facts play at all.
+    asked = gathered(out)
+    assert "[c1]" not in asked and "ok: [c2]" in asked and "ok: [ctl]" in asked, out[-3000:]
     assert next_play(out)["ctl"].split(",")[0] == "4242", out[-3000:]
     assert dict(re.findall(r"msg: OS-FAMILY (\S+) (\S+)", out))["c1"] == "Debian", out[-3000:]
 
@@ -204,8 +227,9 @@ def test_adding_a_node_asks_a_running_node_whose_record_lacks_its_os_family(tmp_
                  extra={"clusterdos_node_ip": "192.0.2.10"})
     out = result.stdout
     assert result.returncode == 0, out[-3000:]
-    assert "skipping: [c1]" in section(out, "Gather facts unless this run already has them"), out[-3000:]
-    assert "ok: [c1]" in section(out, "Gather the OS facts a running compute node's record does not hold"), out[-3000:]
+    # Its OS facts only: the hardware comes from the record, not from a probe.
+    assert "ok: [c1]" in gathered(out), out[-3000:]
+    assert "skipping: [c1]" in section(out, "Probe a compute node in full when no saved hardware stands in for it"), out[-3000:]
     assert next_play(out)["ctl"].split(",")[0] == "4242", out[-3000:]
     assert dict(re.findall(r"msg: OS-FAMILY (\S+) (\S+)", out))["c1"] not in ("none", ""), out[-3000:]
 
@@ -220,8 +244,8 @@ def test_adding_a_node_probes_an_unrecorded_running_node_and_keeps_the_others_re
                  extra={"clusterdos_node_ip": "192.0.2.10"})
     out = result.stdout
     assert result.returncode == 0, out[-3000:]
-    assert re.findall(r"^ok: \[(\S+)\]", section(out, "Probe a compute node in full when no saved hardware stands in for it"),
-                      re.M) == ["c2"], out[-3000:]
+    asked = gathered(out)
+    assert "[c1]" not in asked and "ok: [c2]" in asked and "ok: [c3]" in asked, out[-3000:]
     memory = next_play(out)["ctl"].split(",")
     assert memory[0] == "4242" and memory[1] != "4242" and memory[1].isdigit(), out[-3000:]
 
