@@ -249,16 +249,7 @@ def test_adding_a_node_probes_an_unrecorded_running_node_and_keeps_the_others_re
     assert memory[0] == "4242" and memory[1] != "4242" and memory[1].isdigit(), out[-3000:]
 
 
-NEW_NODES_PLAYBOOK = """
-- name: Find the nodes to add, as playbooks/stages/slurm.yml does in add_node mode
-  hosts: "slurm_controller[0]"
-  gather_facts: false
-  tasks:
-    - name: Find the new nodes (slurm role, new_nodes)
-      ansible.builtin.include_role:
-        name: clusterdos.cluster.slurm
-        tasks_from: new_nodes
-
+NEW_NODES_PLAYBOOK = FIND_PLAY + """
 - name: What the next plays see
   hosts: localhost
   gather_facts: false
