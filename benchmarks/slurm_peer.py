@@ -8,7 +8,7 @@ molecule/slurm_cluster (controller + slurmdbd, two compute nodes, one login host
   peer  first converge   benchmarks/slurm_peer_prepare.yml (what the role leaves to its user:
                          apt through the lab's proxy, libpmix, MariaDB with the slurmdbd
                          database and user, and the MPI packages our role installs for
-                         validation's MPI job, read from roles/slurm/vars/Debian.yml, so that
+                         validation's MPI job, read from roles/slurm/vars/main.yml, so that
                          both clusters can run the same jobs; --peer-without-mpi leaves them
                          out) + benchmarks/slurm_peer_site.yml (the role, with the
                          variables its README documents, for the same cluster: accounting in
@@ -66,9 +66,10 @@ DB_PASSWORD = "lab-only-peer-slurmdbd-password"
 
 def mpi_packages() -> dict[str, list[str]]:
     """Per inventory group, the packages our slurm role installs beyond Slurm's own and libpmix
-    (roles/slurm/vars/Debian.yml): the MPI stack of validation's MPI job, which the peer's
+    (roles/slurm/vars/main.yml, Debian's values): the MPI stack of validation's MPI job, which the peer's
     preparation installs too so that both sides build a cluster that runs the same jobs."""
-    packages = yaml.safe_load((ROOT / "roles" / "slurm" / "vars" / "Debian.yml").read_text())["__slurm_packages"]
+    role_vars = yaml.safe_load((ROOT / "roles" / "slurm" / "vars" / "main.yml").read_text())
+    packages = role_vars["__slurm_os_values"]["Debian"]["packages"]
     groups = {"compute": "slurm_compute", "login": "slurm_login", "controller": "slurm_controller", "dbd": "slurm_dbd"}
     extra = {groups[daemon]: [p for p in names if not p.startswith(("slurm", "libpmix"))]
              for daemon, names in packages.items()}
