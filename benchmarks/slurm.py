@@ -15,7 +15,7 @@ own lab (bench-slurm) and removes it afterwards (--keep leaves it up). What addi
 costs: benchmarks/slurm_add_node.py. Run from the repository root with the dev
 environment on PATH:
 
-    python3 benchmarks/slurm.py [--name bench-slurm] [--keep] [--no-profile] [--executor stock|mitogen] [--site]
+    python3 benchmarks/slurm.py [--name bench-slurm] [--keep] [--no-profile] [--executor stock|mitogen] [--site] [--log-dir D]
 """
 
 from __future__ import annotations
@@ -39,11 +39,12 @@ def main() -> int:
     ap.add_argument("--no-profile", action="store_true", help="no profile_tasks on the first converge")
     ap.add_argument("--site", action="store_true",
                     help="playbooks/site.yml (every stage, validation included) instead of base.yml + slurm.yml")
+    ap.add_argument("--log-dir", help="keep each ansible-playbook run's output here (NN-playbook.log)")
     add_executor_argument(ap)
     args = ap.parse_args()
     book = ROOT / "playbooks" / "site.yml" if args.site else SCENARIO / "converge.yml"
     loads, machine = [load()], speed()
-    with SlurmLab(args.name, keep=args.keep, executor=args.executor) as lab:
+    with SlurmLab(args.name, keep=args.keep, executor=args.executor, log_dir=args.log_dir) as lab:
         first = lab.playbook(book, profile=not args.no_profile)
         loads.append(load())
         full = lab.playbook(book, "-e", '{"clusterdos_fast_path": false}')

@@ -13,6 +13,9 @@ description:
     default when it gives none. The defaults are written once, in C(plugins/module_utils/settings.py) - inventory
     group names (C(clusterdos_kube_control_plane_group) ... C(slurm_compute_group)), the Kubernetes version, the
     file mirror and package proxy - instead of a C(default(...)) at every use.
+  - C(slurm_primary_controller) is not set but derived - the first host of the group C(slurm_controller_group) names,
+    templated, or an empty string when that group has no host - so that plays and roles name the primary controller
+    one way.
   - A name that is not a collection-wide setting is an error that lists the known ones.
 options:
   _terms:
@@ -41,7 +44,7 @@ from typing import Any
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
-from ansible_collections.clusterdos.cluster.plugins.module_utils.settings import setting
+from ansible_collections.clusterdos.cluster.plugins.module_utils.settings import FIRST_HOST_OF, first_host, setting
 
 
 class LookupModule(LookupBase):
@@ -49,6 +52,11 @@ class LookupModule(LookupBase):
         variables = variables or {}
         values = []
         for term in terms:
+            if term in FIRST_HOST_OF:
+                # The group setting as the inventory gives it (templated), then its first host.
+                group = self.run([FIRST_HOST_OF[term]], variables)[0]
+                values.append(first_host(group, variables))
+                continue
             try:
                 value = setting(term, variables)
             except KeyError as exc:

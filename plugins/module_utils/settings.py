@@ -45,11 +45,28 @@ DEFAULTS: Dict[str, Any] = {
 }
 
 
+# Hosts named by a setting rather than set: the first host of a group setting's group. One
+# expression for "the primary" wherever a play or a role needs it.
+FIRST_HOST_OF: Dict[str, str] = {
+    # The Slurm controller that asks slurmctld, holds the saved node records and takes
+    # the /etc/hosts block when nodes are added.
+    "slurm_primary_controller": "slurm_controller_group",
+}
+
+
 def setting(name: str, variables: Dict[str, Any]) -> Any:
     """The inventory's value of NAME when it sets one, else the collection's default.
 
     Raises KeyError for a name that is not a collection-wide setting.
     """
+    if name in FIRST_HOST_OF:
+        return first_host(setting(FIRST_HOST_OF[name], variables), variables)
     if name not in DEFAULTS:
-        raise KeyError(f"{name!r} is not a collection-wide setting; known: {', '.join(sorted(DEFAULTS))}")
+        raise KeyError(f"{name!r} is not a collection-wide setting; known: {', '.join(sorted([*DEFAULTS, *FIRST_HOST_OF]))}")
     return variables[name] if name in variables else DEFAULTS[name]
+
+
+def first_host(group: str, variables: Dict[str, Any]) -> str:
+    """The first host of GROUP in the inventory's order, '' when it has none."""
+    hosts = (variables.get("groups") or {}).get(group) or []
+    return hosts[0] if hosts else ""

@@ -62,3 +62,22 @@ def test_no_second_copy_of_a_default():
     found = {path: [m.group(0) for m in re.finditer(r"\b([a-z_]+) \| default\(", (ROOT / path).read_text())
                     if m.group(1) in DEFAULTS] for path in FILES}
     assert {path: copies for path, copies in found.items() if copies} == {}
+
+
+def test_primary_controller_is_the_first_host_of_the_group_the_setting_names():
+    groups = {"slurm_controller": ["ctl-a", "ctl-b"], "masters": ["m2", "m1"]}
+    assert setting("slurm_primary_controller", {"groups": groups}) == "ctl-a"
+    assert setting("slurm_primary_controller", {"groups": groups, "slurm_controller_group": "masters"}) == "m2"
+    assert setting("slurm_primary_controller", {"groups": {}}) == ""
+    assert setting("slurm_primary_controller", {}) == ""
+
+
+def test_primary_controller_in_a_play_follows_a_templated_group_setting(tmp_path):
+    # The inventory's group "mine" holds h1; the setting names it through a template.
+    expr = "{{ lookup('clusterdos.cluster.setting', 'slurm_primary_controller') }}|{{ query('clusterdos.cluster.setting', 'slurm_primary_controller', 'slurm_login_group') }}"
+    proc = _play(tmp_path, {"slurm_controller_group": "{{ 'mi' ~ 'ne' }}"}, expr, "-e", "clusterdos_login_group=mine")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert _msg(proc) == ["h1|['h1', 'slurm_login']"]
+    proc = _play(tmp_path, {"slurm_controller_group": "nosuchgroup"}, expr, "-e", "clusterdos_login_group=mine")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert _msg(proc) == ["|['', 'slurm_login']"]
