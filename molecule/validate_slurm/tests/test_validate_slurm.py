@@ -1,8 +1,9 @@
 """The Slurm checks and the report, on a real Slurm cluster of lab hosts.
 
-converge ran playbooks/validate.yml (strict) against a controller and two compute nodes;
-these tests read the report it wrote on this machine, then run the module again
-against a broken cluster (a compute node stopped) and expect the failure it names.
+converge ran playbooks/validate.yml (strict) against a controller that is also a compute
+node and two more compute nodes; these tests read the report it wrote on this machine,
+then run the module again against a broken cluster (a compute node stopped) and expect
+the failure it names, and re-add a downed node with slurm_add_node.yml.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -23,6 +25,9 @@ REPORT = EPHEMERAL / "validation-report"
 LAB = yaml.safe_load((EPHEMERAL / "inventory" / "clusterdos_lab.yml").read_text())["all"]
 COMPUTE = sorted(LAB["children"]["slurm_compute"]["hosts"])
 CONTROLLER = sorted(LAB["children"]["slurm_controller"]["hosts"])[0]
+# The controller runs slurmd too (molecule.yml); the compute nodes that run slurmd alone.
+COMPUTE_ONLY = [name for name in COMPUTE if name != CONTROLLER]
+FINGERPRINTS = "/var/lib/clusterdos/slurm"
 
 testinfra_hosts = [f"ansible://{CONTROLLER}"]
 
@@ -58,20 +63,29 @@ def test_srun_reached_every_compute_node(report):
     assert srun["data"]["nodes"] == COMPUTE
 
 
-def test_mpi_world_spans_both_compute_nodes(report):
-    assert _checks(report)["slurm.mpi"]["detail"] == "MPI world of 2 ranks (--mpi=pmix) on %s" % ", ".join(COMPUTE)
+def test_mpi_world_spans_two_compute_nodes(report):
+    detail = _checks(report)["slurm.mpi"]["detail"]
+    found = re.fullmatch(r"MPI world of 2 ranks \(--mpi=pmix\) on (\S+), (\S+)", detail)
+    assert found, detail
+    assert found.group(1) != found.group(2) and {found.group(1), found.group(2)} <= set(COMPUTE), detail
 
 
 def test_compute_nodes_run_configless_from_the_controller(host):
-    """slurm_configless: no slurm.conf on the compute nodes, slurmd started with
-    --conf-server naming the controller, and the controller serves its configuration."""
+    """slurm_configless: no slurm.conf on the compute nodes that run slurmd alone, slurmd
+    started with --conf-server naming the controller, and the controller serves its
+    configuration. The controller, a compute node too, keeps its slurm.conf (slurmctld
+    reads it) and both daemons' restart fingerprints, and runs both daemons."""
+    assert COMPUTE_ONLY and CONTROLLER in COMPUTE, (CONTROLLER, COMPUTE)
     assert "enable_configless" in host.file("/etc/slurm/slurm.conf").content_string
     for name in COMPUTE:
         node = lab_host(name)
-        assert not node.file("/etc/slurm/slurm.conf").exists, name
+        assert node.file("/etc/slurm/slurm.conf").exists == (name == CONTROLLER), name
         args = node.check_output("ps -o args= -C slurmd")
         assert f"--conf-server {CONTROLLER}" in args, (name, args)
         assert node.service("slurmd").is_running, name
+    assert host.service("slurmctld").is_running
+    for daemon in ("controller", "compute"):
+        assert host.file(f"{FINGERPRINTS}/{daemon}.restart").exists, daemon
 
 
 def test_every_slurm_host_has_the_site_slurm_repository_and_its_key():
@@ -126,7 +140,7 @@ def test_a_second_slurm_run_changes_nothing():
 
 def test_a_stopped_compute_node_fails_node_states_and_srun(host):
     """Stop slurmd on one compute node; the module (run by ansible) must name it."""
-    down = COMPUTE[-1]
+    down = COMPUTE_ONLY[-1]
     inventory = [str(EPHEMERAL / "inventory")]  # molecule's inventory directory (hosts + the lab's variables)
     env = dict(os.environ)
     if (EPHEMERAL / "ansible.cfg").exists():
@@ -163,3 +177,55 @@ def test_a_stopped_compute_node_fails_node_states_and_srun(host):
     finally:
         adhoc(down, "ansible.builtin.systemd", "name=slurmd state=started")
         host.run(f"scontrol update nodename={down} state=resume")
+
+
+def _sinfo_states(host) -> dict[str, str]:
+    out = host.check_output("sinfo --noheader --Node --format='%N|%T'")
+    return dict(line.split("|") for line in out.splitlines())
+
+
+def _pid_and_start(node, unit: str) -> str:
+    return node.check_output(f"systemctl show -p MainPID -p ExecMainStartTimestampMonotonic {unit}")
+
+
+def test_a_downed_node_is_re_added_and_the_controller_node_writes_both_daemons_files_at_once(host):
+    """slurm_add_node.yml takes a node slurmctld reports down as new: the node converges
+    (slurmd started again) and every other Slurm host gets the reconfigure. The controller
+    runs slurmctld and slurmd, so its reconfigure writes both daemons' files in one call:
+    with both of its restart fingerprints removed beforehand, that one write puts both back
+    (and restarts both daemons, as a missing fingerprint calls for), while a compute node that
+    runs slurmd alone, configless, writes nothing and keeps its slurmd running untouched."""
+    down, kept = COMPUTE_ONLY[-1], COMPUTE_ONLY[0]
+    root = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+    env = dict(os.environ, ANSIBLE_CONFIG=str(root / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"),
+               ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
+    node = lab_host(down)
+    node.run_expect([0], "systemctl stop slurmd")
+    host.run_expect([0], f"scontrol update nodename={down} state=down reason=validate-add-test")
+    host.run_expect([0], f"rm -f {FINGERPRINTS}/controller.restart {FINGERPRINTS}/compute.restart")
+    kept_before = _pid_and_start(lab_host(kept), "slurmd")
+    run = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(root / "playbooks" / "slurm_add_node.yml")],
+                         env=env, capture_output=True, text=True, cwd=root, timeout=1800, check=False)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    doc = json.loads(run.stdout)
+    writes = [t["hosts"] for p in doc["plays"] for t in p["tasks"]
+              if t["task"]["name"].endswith("Write slurm.conf, cgroup.conf, gres.conf and what only a restart applies")]
+    # The reconfigure's write, on the hosts that were running (the re-added node's is in the slurmd play).
+    reconfigure = [w for w in writes if CONTROLLER in w]
+    assert len(reconfigure) == 1, writes
+    written = reconfigure[0]
+    assert sorted(written[CONTROLLER]["changed_paths"]) == [f"{FINGERPRINTS}/compute.restart",
+                                                          f"{FINGERPRINTS}/controller.restart"], written[CONTROLLER]
+    assert written[kept]["changed_paths"] == [], written[kept]
+    assert down not in written, written
+    for daemon in ("controller", "compute"):
+        assert host.file(f"{FINGERPRINTS}/{daemon}.restart").exists, daemon
+    assert _pid_and_start(lab_host(kept), "slurmd") == kept_before
+    assert node.service("slurmd").is_running
+    # The re-added node registers again (ReturnToService=2 takes it back from down).
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not all(state in ("idle", "mixed", "allocated") for state in _sinfo_states(host).values()):
+        time.sleep(2)
+    assert set(_sinfo_states(host)) == set(COMPUTE)
+    assert all(state in ("idle", "mixed", "allocated") for state in _sinfo_states(host).values()), _sinfo_states(host)
