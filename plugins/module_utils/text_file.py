@@ -11,18 +11,21 @@ import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
 
+_UNREAD = object()
+
+
 def write_text(module: Any, path: str, text: str, dir_mode: int = 0o755,
-               mode: Optional[int] = None) -> Tuple[bool, Optional[str]]:
+               mode: Optional[int] = None, current: Any = _UNREAD) -> Tuple[bool, Optional[str]]:
     """Write TEXT to PATH unless it already holds it; nothing is written in check mode.
 
     Returns (changed, the text before, or None when there was no file). The directory is
     created with DIR_MODE when missing; MODE, when given, is set on a file written here.
+    CURRENT: what the caller has just read from PATH (_read_bytes), so it is not read twice.
     """
     before = None
-    if os.path.isfile(path):
-        # Compared as bytes: what is there may not be text (a package's binary munge key).
-        with open(path, "rb") as handle:
-            raw = handle.read()
+    # Compared as bytes: what is there may not be text (a package's binary munge key).
+    raw = _read_bytes(path) if current is _UNREAD else current
+    if raw is not None:
         if raw == text.encode("utf-8"):
             return False, text
         before = raw.decode("utf-8", errors="replace")
@@ -71,11 +74,12 @@ def with_block(current: Optional[str], marker: str, block: str) -> str:
     return "".join(lines)
 
 
-def _read_text(path: str) -> Optional[str]:
+def _read_bytes(path: str) -> Optional[bytes]:
+    """What PATH holds, None when it is not a file."""
     if not os.path.isfile(path):
         return None
     with open(path, "rb") as handle:
-        return handle.read().decode("utf-8", errors="replace")
+        return handle.read()
 
 
 def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -107,8 +111,13 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
     for item in files:
         path = item["path"]
         if item.get("block") is not None:
-            item = dict(item, content=with_block(_read_text(path), item["marker"], item["block"]))
-        changed, before = write_text(module, path, item["content"], mode=int(item["mode"], 8))
+            # Read once: the block goes into what is there, and the result is compared with it.
+            raw = _read_bytes(path)
+            current = raw.decode("utf-8", errors="replace") if raw is not None else None
+            item = dict(item, content=with_block(current, item["marker"], item["block"]))
+            changed, before = write_text(module, path, item["content"], mode=int(item["mode"], 8), current=raw)
+        else:
+            changed, before = write_text(module, path, item["content"], mode=int(item["mode"], 8))
         if os.path.isfile(path):
             changed = _attributes(module, path, item, changed)
         if changed:

@@ -144,3 +144,18 @@ def test_content_and_block_together_are_refused(tmp_path, capsys):
     assert result["failed"] is True and "mutually exclusive" in result["msg"]
     result = run(capsys, {"files": [{"path": str(tmp_path / "f"), "block": "y"}]})
     assert result["failed"] is True and "marker" in result["msg"]
+
+
+def test_a_block_file_is_read_once_per_call(tmp_path, capsys, monkeypatch):
+    """The block goes into what the file holds and the result is compared with it: one read."""
+    from ansible_collections.clusterdos.cluster.plugins.module_utils import text_file
+
+    reads = []
+    real = text_file._read_bytes
+    monkeypatch.setattr(text_file, "_read_bytes", lambda path: reads.append(path) or real(path))
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n")
+    item = {"path": str(hosts), "block": "10.0.0.1 a\n", "marker": MARKER, "owner": OWNER, "group": GROUP}
+    assert run(capsys, {"files": [item]})["changed"] is True
+    assert run(capsys, {"files": [item]})["changed"] is False
+    assert reads == [str(hosts), str(hosts)]
