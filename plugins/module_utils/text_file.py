@@ -110,14 +110,12 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
                          "before": "" if existed else "(absent)\n", "after": "directory, mode %s\n" % item["mode"]})
     for item in files:
         path = item["path"]
+        # Read once: a block goes into what is there, and the result is compared with it.
+        raw = _read_bytes(path)
         if item.get("block") is not None:
-            # Read once: the block goes into what is there, and the result is compared with it.
-            raw = _read_bytes(path)
             current = raw.decode("utf-8", errors="replace") if raw is not None else None
             item = dict(item, content=with_block(current, item["marker"], item["block"]))
-            changed, before = write_text(module, path, item["content"], mode=int(item["mode"], 8), current=raw)
-        else:
-            changed, before = write_text(module, path, item["content"], mode=int(item["mode"], 8))
+        changed, before = write_text(module, path, item["content"], mode=int(item["mode"], 8), current=raw)
         if os.path.isfile(path):
             changed = _attributes(module, path, item, changed)
         if changed:

@@ -42,6 +42,18 @@ def lab_host(name):
     return testinfra.get_host(f"ansible://{name}", ansible_inventory=str(EPHEMERAL / "inventory"))
 
 
+def run_playbook(name: str, *args: str, json_output: bool = False) -> subprocess.CompletedProcess:
+    """ansible-playbook NAME (playbooks/) against this scenario's inventory, from the checkout;
+    with json_output, the json callback's one document on stdout."""
+    root = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+    env = dict(os.environ, ANSIBLE_CONFIG=str(root / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"))
+    if json_output:
+        env.update(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
+    return subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), *args, str(root / "playbooks" / name)],
+                          env=env, capture_output=True, text=True, cwd=root, timeout=1800, check=False)
+
+
 def _checks(doc):
     return {c["name"]: c for c in doc["checks"]}
 
@@ -124,12 +136,7 @@ def test_a_second_slurm_run_changes_nothing():
     playbooks/slurm.yml on the converged cluster reports changed=0 on every host. The fast
     path is off for this run (clusterdos_fast_path=false), so every task runs again: the
     fast path would skip the stage and prove nothing about the roles."""
-    root = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
-    env = dict(os.environ, ANSIBLE_CONFIG=str(root / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"))
-    run = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), "-e", '{"clusterdos_fast_path": false}',
-                          str(root / "playbooks" / "slurm.yml")],
-                         env=env, capture_output=True, text=True, cwd=root, timeout=1800, check=False)
+    run = run_playbook("slurm.yml", "-e", '{"clusterdos_fast_path": false}')
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     recap = {name: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)}
              for name, fields in re.findall(r"^(\S+)\s+: (ok=.*)$", run.stdout, re.M)}
@@ -196,17 +203,12 @@ def test_a_downed_node_is_re_added_and_the_controller_node_writes_both_daemons_f
     (and restarts both daemons, as a missing fingerprint calls for), while a compute node that
     runs slurmd alone, configless, writes nothing and keeps its slurmd running untouched."""
     down, kept = COMPUTE_ONLY[-1], COMPUTE_ONLY[0]
-    root = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
-    env = dict(os.environ, ANSIBLE_CONFIG=str(root / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"),
-               ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
     node = lab_host(down)
     node.run_expect([0], "systemctl stop slurmd")
     host.run_expect([0], f"scontrol update nodename={down} state=down reason=validate-add-test")
     host.run_expect([0], f"rm -f {FINGERPRINTS}/controller.restart {FINGERPRINTS}/compute.restart")
     kept_before = _pid_and_start(lab_host(kept), "slurmd")
-    run = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(root / "playbooks" / "slurm_add_node.yml")],
-                         env=env, capture_output=True, text=True, cwd=root, timeout=1800, check=False)
+    run = run_playbook("slurm_add_node.yml", json_output=True)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     doc = json.loads(run.stdout)
     # The reconfigure's write, on the hosts that were running (the re-added node's own is in the
