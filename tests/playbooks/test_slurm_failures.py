@@ -76,13 +76,14 @@ PLAYBOOK = """
 
 
 def run(tmp_path: Path, down: set[str], compute: list[str], saved: dict | None = None,
-        extra: dict | None = None, new_nodes: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+        extra: dict | None = None, new_nodes: list[str] | None = None,
+        python: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     def host(name: str) -> dict:
         if name in down:
             # Nothing listens on port 9 here: the connection is refused at once (unreachable).
             return {"ansible_host": "127.0.0.1", "ansible_port": 9, "ansible_connection": "ssh",
                     "ansible_ssh_common_args": "-o ConnectTimeout=3 -o ConnectionAttempts=1"}
-        return {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+        return {"ansible_connection": "local", "ansible_python_interpreter": (python or {}).get(name, sys.executable)}
 
     inventory = {"all": {"children": {
         "slurm_controller": {"hosts": {"ctl": host("ctl")}},
@@ -172,6 +173,37 @@ def test_no_failure_changes_nothing_and_says_nothing(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
     assert "Left out" not in result.stdout
     assert sorted(next_play(result.stdout)) == ["c1", "c2", "ctl", "login"]
+
+
+def stand_in_os_python(tmp_path: Path, release_file: str, content: str) -> str:
+    """A Python for a local host that sees a copy of /etc with one more release file, in a
+    mount namespace of its own: Ansible's setup module then reads another OS from real files."""
+    etc = tmp_path / "stand-in-etc"
+    subprocess.run(["cp", "-a", "/etc", str(etc)], check=True)
+    (etc / release_file).write_text(content)
+    wrapper = tmp_path / "stand-in-python"
+    wrapper.write_text(f"#!/bin/sh\nexec unshare -m sh -c 'mount --bind {etc} /etc && exec {sys.executable} \"$@\"' sh \"$@\"\n")
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the stand-in OS needs a mount namespace (root)")
+def test_a_host_of_an_os_family_the_role_does_not_run_on_stops_the_run_before_any_change_with_a_stand_in_release_file(
+        tmp_path):
+    """slurm.yml alone (no base host preflight): c2 reports Alpine through a copy of /etc
+    with /etc/alpine-release (a stand-in: this machine runs Debian). Every host fails the
+    facts step with one message naming the host and its family, and no later play runs,
+    rather than c2 being left out as a failed node while the others go on."""
+    python = stand_in_os_python(tmp_path, "alpine-release", "3.19.1\n")
+    result = run(tmp_path, down=set(), compute=["c1", "c2"], python={"c2": python})
+    out = result.stdout
+    assert result.returncode == 2, out[-3000:]
+    assert "The slurm role runs on Debian and RedHat hosts (ansible_facts.os_family), and c2 is Alpine." in out, out[-3000:]
+    assert "Take it out of the Slurm groups (slurm_controller, slurm_dbd, slurm_compute, slurm_login)" in out
+    stats = recap(out)
+    assert all(stats[h]["failed"] == 1 for h in ("ctl", "c1", "c2", "login")), stats
+    assert next_play(out) == {}, out[-3000:]
+    assert "OS-FAMILY" not in out
 
 
 SAVED_C1 = {"c1": {"memtotal_mb": 4242, "processor_vcpus": 8, "processor_count": 1, "processor_cores": 8,
