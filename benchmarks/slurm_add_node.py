@@ -21,6 +21,12 @@ converging the new node costs in this run; the add's ratio to it is printed besi
 ratio to the per-host share. Prints figures and the load average; asserts nothing
 about time. Starts its own lab and removes it afterwards (--keep leaves it up).
 
+With --site-names the cluster is configless (slurm_configless) and the nodes' names come from
+the site (base_hosts_manage: false; molecule/_shared/site_names.yml writes every lab host's
+hosts file as the site's DNS would answer, before the first converge and again once the new
+host is up, untimed): a running compute node then has nothing to write in the add, and is in
+no play of it.
+
 With --compute N the lab starts N compute nodes instead of the scenario's two (more hosts
 named slurm-cx1, slurm-cx2, ... in group slurm_compute), so that runs at several sizes show
 whether the add's cost depends on the cluster's size (issue 18, item 3).
@@ -36,6 +42,9 @@ import sys
 
 from slurm_lab import (NEW_NODE, ROOT, SCENARIO, SlurmLab, add_executor_argument, figures, load, slowest, speed,
                        split_by_hosts)
+
+# The site's name service (a test fixture shared with molecule/validate_slurm).
+SITE_NAMES = ROOT / "molecule" / "_shared" / "site_names.yml"
 
 
 def describe(label: str, fig: dict, hosts: list[str], new: str | None = None) -> list[str]:
@@ -62,6 +71,9 @@ def main() -> int:
                     help="add the node with playbooks/add_node.yml -e node=NEW (every stage in one run, the "
                          "one-command path) instead of base.yml on the new node, then slurm_add_node.yml")
     ap.add_argument("--log-dir", help="save each playbook run's output there (NN-playbook.log)")
+    ap.add_argument("--site-names", action="store_true",
+                    help="configless, and names from the site (base_hosts_manage: false) rather than /etc/hosts "
+                         "blocks written by the collection")
     ap.add_argument("--compute", type=int, default=2,
                     help="compute nodes before the add (default: %(default)s, the scenario's; at least 2)")
     args = ap.parse_args()
@@ -75,13 +87,19 @@ def main() -> int:
     with SlurmLab(args.name, keep=args.keep, executor=args.executor, extra=extra,
                    log_dir=args.log_dir) as lab:
         names = list(lab.names)
-        first = lab.playbook(SCENARIO / "converge.yml")
+        # Every playbook run of the add gets the same settings as the first converge.
+        settings = ["-e", '{"slurm_configless": true, "base_hosts_manage": false}'] if args.site_names else []
+        if args.site_names:
+            lab.playbook(SITE_NAMES)
+        first = lab.playbook(SCENARIO / "converge.yml", *settings)
         share = first["seconds"] / len(names)
         lines += describe("first converge", first, names)
         lines.append(f"{'':<26}per-host share (one node's own converge): {share:.1f} s")
         loads.append(load())
 
         lab.up(f"{NEW_NODE}=slurm_compute")
+        if args.site_names:
+            lab.playbook(SITE_NAMES)
         all_hosts = names + [NEW_NODE]
         if args.one_run:
             steps = [("add node: add_node.yml", ROOT / "playbooks" / "add_node.yml", ["-e", f"node={NEW_NODE}"])]
@@ -92,7 +110,7 @@ def main() -> int:
         total = 0.0
         parts = {"new": 0.0, "both": 0.0, "existing": 0.0, "none": 0.0, "rest": 0.0}
         for label, path, extra_args in steps:
-            fig = lab.playbook(path, *extra_args, profile=True)
+            fig = lab.playbook(path, *extra_args, *settings, profile=True)
             lines += describe(label, fig, all_hosts, NEW_NODE)
             total += fig["seconds"]
             split = split_by_hosts(fig, NEW_NODE)
@@ -108,10 +126,10 @@ def main() -> int:
                      f"{parts['none']:.1f} s, Ansible's start and play headers {parts['rest']:.1f} s")
         lines.append(f"{'':<26}= {total / own:.2f}x the add without the running hosts' own tasks ({own:.1f} s)")
         loads.append(load())
-        noop = lab.playbook(add_path, *add_args)
+        noop = lab.playbook(add_path, *add_args, *settings)
         lines += describe("no-op add node", noop, all_hosts, NEW_NODE)
         loads.append(load())
-    print(f"executor: {args.executor}")
+    print(f"executor: {args.executor}" + ("; configless, names from the site" if args.site_names else ""))
     print(f"machine before the lab started: {machine}")
     print(f"hosts: {', '.join(names)} + {NEW_NODE} (new)")
     print("\n".join(lines))

@@ -34,6 +34,7 @@ DEFAULTS: Dict[str, Any] = {
     "slurm_login_group": "slurm_login",
     "slurm_new_nodes_group": "slurm_new_nodes",
     "slurm_recorded_nodes_group": "slurm_recorded_nodes",
+    "slurm_unchanged_nodes_group": "slurm_unchanged_nodes",
     # Versions.
     "clusterdos_kubernetes_version": "1.34.1",
     # The fast path of a re-run: skip a stage whose inputs and managed state are as its

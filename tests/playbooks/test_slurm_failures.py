@@ -288,7 +288,8 @@ NEW_NODES_PLAYBOOK = FIND_PLAY + """
   tasks:
     - name: Show the groups
       ansible.builtin.debug:
-        msg: "GROUPS new={{ groups['slurm_new_nodes'] | default([]) | join(',') }} recorded={{ groups['slurm_recorded_nodes'] | default([]) | join(',') }}"
+        msg: "GROUPS new={{ groups['slurm_new_nodes'] | default([]) | join(',') }} recorded={{ groups['slurm_recorded_nodes'] | default([]) | join(',') }}
+          unchanged={{ groups['slurm_unchanged_nodes'] | default([]) | join(',') }}"
     - name: Show each compute node's facts
       ansible.builtin.debug:
         msg: "FACTS {{ item }} {{ hostvars[item]['ansible_facts']['memtotal_mb'] | default('none') }} {{ hostvars[item]['ansible_facts']['os_family'] | default('none') }}"
@@ -296,13 +297,19 @@ NEW_NODES_PLAYBOOK = FIND_PLAY + """
 """
 
 
-def test_finding_new_nodes_sets_recorded_facts_without_contacting_running_nodes_with_a_stand_in_sinfo(tmp_path):
+@pytest.mark.parametrize(("configless", "site_names", "unchanged"),
+                         [(False, False, ""), (False, True, ""), (True, False, ""), (True, True, "c1")])
+def test_finding_new_nodes_sets_recorded_facts_without_contacting_running_nodes_with_a_stand_in_sinfo(
+        tmp_path, configless, site_names, unchanged):
     """The new_nodes entry point on the primary controller, with a stand-in `sinfo` (a
     script printing what slurmctld would report: c1 and c3 up, c2 absent; no slurmctld
     runs here -- molecule/slurm_cluster adds a node to a real one). c1 (recorded in full,
     address in the inventory) gets its facts from the record and lands in the recorded
     group; c3 (record without its OS family) does not; c2 is new. c1 and c3 answer no
-    task (they are unreachable: a task on them would fail the run)."""
+    task (they are unreachable: a task on them would fail the run). c1 is also in the group
+    of nodes the add changes nothing on only when the cluster is configless and c1's names
+    come from the site (base_hosts_manage: false); c3, not recorded, never is (molecule/
+    validate_slurm runs an add on real hosts with such a node)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "sinfo").write_text("#!/bin/sh\nprintf 'c1 idle\\nc3 mixed\\nc2 down*\\n'\n")
@@ -312,7 +319,8 @@ def test_finding_new_nodes_sets_recorded_facts_without_contacting_running_nodes_
             "ansible_ssh_common_args": "-o ConnectTimeout=3 -o ConnectionAttempts=1"}
     inventory = {"all": {"hosts": {"localhost": local}, "children": {
         "slurm_controller": {"hosts": {"ctl": local}},
-        "slurm_compute": {"hosts": {"c1": {**down, "clusterdos_node_ip": "192.0.2.11"},
+        "slurm_compute": {"hosts": {"c1": {**down, "clusterdos_node_ip": "192.0.2.11",
+                                           **({"base_hosts_manage": False} if site_names else {})},
                                     "c2": local,
                                     "c3": {**down, "clusterdos_node_ip": "192.0.2.13"}}},
     }}}
@@ -326,11 +334,12 @@ def test_finding_new_nodes_sets_recorded_facts_without_contacting_running_nodes_
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
                PATH=f"{bin_dir}:{BIN}:{os.environ['PATH']}")
     result = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
-                             "-e", yaml.safe_dump({"__slurm_fingerprint_dir": str(state)}, default_flow_style=True).strip()],
+                             "-e", yaml.safe_dump({"__slurm_fingerprint_dir": str(state), "slurm_configless": configless},
+                                                  default_flow_style=True).strip()],
                             capture_output=True, text=True, env=env, check=False, cwd=ROOT)
     out = result.stdout
     assert result.returncode == 0, out[-3000:]
-    assert re.findall(r"msg: GROUPS (.*)", out) == ["new=c2 recorded=c1"], out[-3000:]
+    assert re.findall(r"msg: GROUPS (.*)", out) == [f"new=c2 recorded=c1 unchanged={unchanged}"], out[-3000:]
     facts = dict((host, rest) for host, rest in re.findall(r"msg: FACTS (\S+) (.*)", out))
     assert facts == {"c1": "4242 Debian", "c2": "none none", "c3": "none none"}, out[-3000:]
     # Only the controller and localhost ran tasks: no worker touched a compute node.
