@@ -28,6 +28,14 @@ CONTROLLER = sorted(LAB["children"]["slurm_controller"]["hosts"])[0]
 # The controller runs slurmd too (molecule.yml); the compute nodes that run slurmd alone.
 COMPUTE_ONLY = [name for name in COMPUTE if name != CONTROLLER]
 FINGERPRINTS = "/var/lib/clusterdos/slurm"
+# The lab (clusterdos-lab), the scenario's platforms and groups, and the host the last test adds.
+ROOT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+LAB_CLI = str(ROOT / "bin" / "clusterdos-lab")
+LAB_NAME = LAB["vars"]["clusterdos_lab"]["name"]
+GROUPS = {p["name"]: p["groups"] for p in yaml.safe_load((Path(__file__).resolve().parents[1] / "molecule.yml").read_text())["platforms"]}
+NEW_NODE = "vs-c3"
+# The site's name service (a test fixture: base_hosts_manage is false in this scenario).
+SITE_NAMES = ROOT / "molecule" / "_shared" / "site_names.yml"
 
 testinfra_hosts = [f"ansible://{CONTROLLER}"]
 
@@ -42,15 +50,17 @@ def lab_host(name):
     return testinfra.get_host(f"ansible://{name}", ansible_inventory=str(EPHEMERAL / "inventory"))
 
 
-def run_playbook(name: str, *args: str, json_output: bool = False) -> subprocess.CompletedProcess:
-    """ansible-playbook NAME (playbooks/) against this scenario's inventory, from the checkout;
-    with json_output, the json callback's one document on stdout."""
+def run_playbook(name: str | Path, *args: str, json_output: bool = False) -> subprocess.CompletedProcess:
+    """ansible-playbook NAME (playbooks/; or the path of another) against this scenario's
+    inventory (more with `-i` in args), from the checkout; with json_output, the json
+    callback's one document on stdout."""
     root = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
     env = dict(os.environ, ANSIBLE_CONFIG=str(root / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"))
     if json_output:
         env.update(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
-    return subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), *args, str(root / "playbooks" / name)],
+    path = name if isinstance(name, Path) else root / "playbooks" / name
+    return subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), *args, str(path)],
                           env=env, capture_output=True, text=True, cwd=root, timeout=1800, check=False)
 
 
@@ -186,6 +196,32 @@ def test_a_stopped_compute_node_fails_node_states_and_srun(host):
         host.run(f"scontrol update nodename={down} state=resume")
 
 
+def tasks_run_for(doc: dict, name: str) -> list[tuple[str, str]]:
+    """(play, task) of every task of a json-callback run that ran or skipped for host NAME.
+    A result delegated to another host did not run there: the preflight's --limit check is a
+    run_once task on every host, delegated to localhost, whose one result is filed under the
+    play's first host."""
+    found = []
+    for play in doc["plays"]:
+        for task in play["tasks"]:
+            result = task["hosts"].get(name)
+            if result is not None and result.get("_ansible_delegated_vars", {}).get("ansible_delegated_host", name) == name:
+                found.append((play["play"]["name"], task["task"]["name"]))
+    return found
+
+
+def reconfigure_writes(doc: dict) -> dict:
+    """The results, per host, of the write in the play that hands running hosts the new
+    configuration (an included task may be listed once per group of hosts that included it)."""
+    written: dict = {}
+    for play in doc["plays"]:
+        if play["play"]["name"].startswith("Slurm - slurmctld"):
+            for task in play["tasks"]:
+                if task["task"]["name"].endswith("Write slurm.conf, cgroup.conf, gres.conf and what only a restart applies"):
+                    written.update(task["hosts"])
+    return written
+
+
 def _sinfo_states(host) -> dict[str, str]:
     out = host.check_output("sinfo --noheader --Node --format='%N|%T'")
     return dict(line.split("|") for line in out.splitlines())
@@ -214,13 +250,8 @@ def test_a_downed_node_is_re_added_and_the_controller_node_writes_both_daemons_f
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     doc = json.loads(run.stdout)
     # The reconfigure's write, on the hosts that were running (the re-added node's own is in the
-    # slurmd play); Ansible may list an included task once per group of hosts that included it.
-    written: dict = {}
-    for play in doc["plays"]:
-        if play["play"]["name"].startswith("Slurm - slurmctld"):
-            for task in play["tasks"]:
-                if task["task"]["name"].endswith("Write slurm.conf, cgroup.conf, gres.conf and what only a restart applies"):
-                    written.update(task["hosts"])
+    # slurmd play).
+    written = reconfigure_writes(doc)
     assert sorted(written) == [CONTROLLER], written
     assert sorted(written[CONTROLLER]["changed_paths"]) == [f"{FINGERPRINTS}/compute.restart",
                                                           f"{FINGERPRINTS}/controller.restart"], written[CONTROLLER]
@@ -228,14 +259,7 @@ def test_a_downed_node_is_re_added_and_the_controller_node_writes_both_daemons_f
     # --limit check is a run_once task on every host, delegated to localhost: its one result is
     # filed under the play's first host, which may be this node, but nothing ran there.)
     touched = {name for play in doc["plays"] for task in play["tasks"] for name in task["hosts"]}
-
-    def ran_for(task, name):
-        result = task["hosts"].get(name)
-        return result is not None and result.get("_ansible_delegated_vars", {}).get("ansible_delegated_host", name) == name
-
-    kept_in = [(play["play"]["name"], task["task"]["name"]) for play in doc["plays"] for task in play["tasks"]
-               if ran_for(task, kept)]
-    assert kept_in == [], kept_in
+    assert tasks_run_for(doc, kept) == [], tasks_run_for(doc, kept)
     assert down in touched and CONTROLLER in touched, sorted(touched)
     for daemon in ("controller", "compute"):
         assert host.file(f"{FINGERPRINTS}/{daemon}.restart").exists, daemon
@@ -247,3 +271,40 @@ def test_a_downed_node_is_re_added_and_the_controller_node_writes_both_daemons_f
         time.sleep(2)
     assert set(_sinfo_states(host)) == set(COMPUTE)
     assert all(state in ("idle", "mixed", "allocated") for state in _sinfo_states(host).values()), _sinfo_states(host)
+
+
+def test_a_new_node_is_added_without_a_task_on_the_running_configless_nodes(host):
+    """A new host (NEW_NODE) joins the lab and the site's names (the fixture's hosts file on
+    every host, as the site's DNS would answer before the node is added); base.yml on it
+    alone, then slurm_add_node.yml. The running compute nodes that run slurmd alone run no
+    task of either playbook and keep their slurmd (same PID and start), the controller's one
+    write changes slurm.conf and slurmctld's fingerprint (the node list), the new node comes
+    up idle, and one job step spans the running nodes and the new one: the primary's
+    `scontrol reconfigure` handed the running slurmd the new node list."""
+    subprocess.run([LAB_CLI, "up", "--name", LAB_NAME, *(f"--host={n}={','.join(g)}" for n, g in GROUPS.items()),
+                    f"--host={NEW_NODE}=slurm_compute"], check=True, capture_output=True, text=True)
+    inventory = subprocess.run([LAB_CLI, "inventory", "--name", LAB_NAME], check=True, capture_output=True,
+                               text=True).stdout.strip()
+    names = run_playbook(SITE_NAMES, "-i", inventory)
+    assert names.returncode == 0, names.stdout[-4000:] + names.stderr[-2000:]
+    before = {n: _pid_and_start(lab_host(n), "slurmd") for n in COMPUTE_ONLY}
+    base = run_playbook("base.yml", "-i", inventory, "--limit", f"{NEW_NODE},localhost", json_output=True)
+    assert base.returncode == 0, base.stdout[-4000:] + base.stderr[-2000:]
+    add = run_playbook("slurm_add_node.yml", "-i", inventory, json_output=True)
+    assert add.returncode == 0, add.stdout[-4000:] + add.stderr[-2000:]
+    docs = [json.loads(base.stdout), json.loads(add.stdout)]
+    for name in COMPUTE_ONLY:
+        assert [tasks_run_for(doc, name) for doc in docs] == [[], []], name
+    assert all(tasks_run_for(doc, NEW_NODE) for doc in docs)
+    written = reconfigure_writes(docs[1])
+    assert sorted(written) == [CONTROLLER], written
+    assert {"/etc/slurm/slurm.conf", f"{FINGERPRINTS}/controller.restart"} <= set(written[CONTROLLER]["changed_paths"]), \
+        written[CONTROLLER]
+    assert {n: _pid_and_start(lab_host(n), "slurmd") for n in COMPUTE_ONLY} == before
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and _sinfo_states(host).get(NEW_NODE) != "idle":
+        time.sleep(2)
+    assert _sinfo_states(host).get(NEW_NODE) == "idle", _sinfo_states(host)
+    nodes = sorted(COMPUTE_ONLY + [NEW_NODE])
+    out = host.check_output(f"srun --nodes={len(nodes)} --nodelist={','.join(nodes)} --ntasks-per-node=1 hostname")
+    assert sorted(out.split()) == nodes
