@@ -160,6 +160,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         backend.start_hosts(spec, img, str(key) + ".pub")
     with step("firewall and package proxy", timings):
         firewall.up(spec, proxy.DEFAULT_PORT)
+        fileserver.keep_open(spec)
         proxy_url = proxy.start(spec)
     with step("wait for SSH", timings):
         _wait_ssh(spec, SSH_TIMEOUT if spec.backend == "podman" else VM_SSH_TIMEOUT + 60 * len(spec.hosts))

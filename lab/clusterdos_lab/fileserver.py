@@ -25,15 +25,31 @@ def _state(spec: LabSpec) -> Path:
     return spec.state_dir / "fileserver"
 
 
+def _read_state(spec: LabSpec) -> tuple[int, str, int] | None:
+    """(pid, directory, port) of this lab's running file server, or None."""
+    try:
+        lines = (_state(spec) / "pid").read_text(encoding="utf-8").splitlines()
+        pid = int(lines[0])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError):
+        return None
+    # A state file from before the port was kept in it: the default port.
+    port = int(lines[2]) if len(lines) > 2 and lines[2].strip().isdigit() else DEFAULT_PORT
+    return pid, lines[1].strip() if len(lines) > 1 else "", port
+
+
 def running(spec: LabSpec) -> tuple[int, str] | None:
     """(pid, directory) of this lab's file server, or None."""
-    try:
-        pid_text, directory = (_state(spec) / "pid").read_text(encoding="utf-8").split("\n", 1)
-        pid = int(pid_text)
-        os.kill(pid, 0)
-    except (OSError, ValueError):
-        return None
-    return pid, directory.strip()
+    state = _read_state(spec)
+    return state[:2] if state else None
+
+
+def keep_open(spec: LabSpec) -> None:
+    """Open a running server's port again once `up` has rebuilt the lab's firewall (a host
+    added to a running lab): the rebuilt chain answers only the package proxy."""
+    state = _read_state(spec)
+    if state:
+        _open_port(spec, state[2])
 
 
 def url(spec: LabSpec, port: int = DEFAULT_PORT) -> str:
@@ -65,7 +81,7 @@ def start(spec: LabSpec, directory: Path, port: int = DEFAULT_PORT) -> str:
         proc = subprocess.Popen(
             [sys.executable, "-m", "http.server", str(port), "--bind", spec.gateway, "--directory", str(directory)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    (state / "pid").write_text(f"{proc.pid}\n{directory}\n", encoding="utf-8")
+    (state / "pid").write_text(f"{proc.pid}\n{directory}\n{port}\n", encoding="utf-8")
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         if proc.poll() is not None:

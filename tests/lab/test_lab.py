@@ -129,10 +129,14 @@ def test_base_refuses_bad_input_before_changing_a_host(inventory, tmp_path, extr
         assert on("n1", f"test -e {path}").returncode != 0, path
 
 
-def test_up_again_adds_a_host_and_keeps_the_others(inventory):
+def test_up_again_adds_a_host_and_keeps_the_others(inventory, tmp_path):
+    """`up` on a running lab adds the new host, keeps the others' addresses, and keeps a
+    running file server reachable (it rebuilds the lab's firewall)."""
     import yaml
 
     before = {h: v["ansible_host"] for h, v in inventory["all"]["hosts"].items()}
+    (tmp_path / "kept.txt").write_text("kept\n")
+    served = lab("serve", "--name", NAME, "--dir", str(tmp_path)).stdout.strip().splitlines()[-1]
     up = lab("up", "--name", NAME, "--host", "n3=beta")
     after = yaml.safe_load(Path(up.stdout.strip().splitlines()[-1]).read_text())
     hosts = {h: v["ansible_host"] for h, v in after["all"]["hosts"].items()}
@@ -140,6 +144,9 @@ def test_up_again_adds_a_host_and_keeps_the_others(inventory):
     assert set(hosts) == {"n1", "n2", "n3"} and len(set(hosts.values())) == 3
     assert set(after["all"]["children"]["beta"]["hosts"]) == {"n2", "n3"}
     assert on("n3", f"ping -c1 -W2 {before['n1']}").returncode == 0
+    for host in ("n1", "n3"):
+        got = on(host, f"python3 -c 'import urllib.request as u; print(u.urlopen(\"{served}/kept.txt\", timeout=5).read().decode())'")
+        assert got.returncode == 0 and "kept" in got.stdout, (host, got.stderr)
 
 
 def test_down_leaves_nothing_behind(inventory):
