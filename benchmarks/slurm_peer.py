@@ -64,12 +64,17 @@ CLUSTER = "lab"  # ClusterName on both sides (the scenario's slurm_cluster_name)
 DB_PASSWORD = "lab-only-peer-slurmdbd-password"
 
 
+def debian_values() -> dict:
+    """Our slurm role's Debian values (roles/slurm/vars/main.yml)."""
+    role_vars = yaml.safe_load((ROOT / "roles" / "slurm" / "vars" / "main.yml").read_text())
+    return role_vars["__slurm_os_values"]["Debian"]
+
+
 def mpi_packages() -> dict[str, list[str]]:
     """Per inventory group, the packages our slurm role installs beyond Slurm's own and libpmix
-    (roles/slurm/vars/main.yml, Debian's values): the MPI stack of validation's MPI job, which the peer's
+    (Debian's values): the MPI stack of validation's MPI job, which the peer's
     preparation installs too so that both sides build a cluster that runs the same jobs."""
-    role_vars = yaml.safe_load((ROOT / "roles" / "slurm" / "vars" / "main.yml").read_text())
-    packages = role_vars["__slurm_os_values"]["Debian"]["packages"]
+    packages = debian_values()["packages"]
     groups = {"compute": "slurm_compute", "login": "slurm_login", "controller": "slurm_controller", "dbd": "slurm_dbd"}
     extra = {groups[daemon]: [p for p in names if not p.startswith(("slurm", "libpmix"))]
              for daemon, names in packages.items()}
@@ -189,7 +194,7 @@ def main() -> int:
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
         peer_vars = json.dumps({"peer_role": str(role), "slurm_munge_key": str(key), "peer_db_password": DB_PASSWORD,
-                                "peer_mpi_packages": mpi})
+                                "peer_mpi_packages": mpi, "peer_pmix_link": debian_values()["pmix_link"]})
         for n in range(1, args.rounds + 1):
             order = ("ours", "peer") if n % 2 else ("peer", "ours")
             got = {side: measure(side, args, peer_vars, n) for side in order}
