@@ -182,6 +182,28 @@ def test_mpi_job_across_two_nodes_completes_in_sacct(host):
     assert state == "COMPLETED|0:0"
 
 
+def test_the_login_hosts_build_tools_installed_in_the_background(host):
+    """The converge installed the login host's build tools (login_background in
+    roles/slurm/vars/main.yml) as a background job while the daemons' plays ran, and the
+    login play waited for it: the job's result on the login host names exactly those
+    packages and finished without failure, and dpkg lists them installed. Installed in the
+    one transaction instead, there is no such job."""
+    background = yaml.safe_load((ROOT / "roles" / "slurm" / "vars" / "main.yml").read_text())[
+        "__slurm_os_values"]["Debian"]["login_background"]
+    results = []
+    for name in host.check_output("ls -1 /root/.ansible_async 2>/dev/null || true").split():
+        try:
+            results.append(json.loads(host.file(f"/root/.ansible_async/{name}").content_string))
+        except ValueError:
+            continue
+    jobs = [r for r in results
+            if sorted((r.get("invocation") or {}).get("module_args", {}).get("name") or []) == sorted(background)]
+    assert jobs, f"no background job installed {background} on {LOGIN}: {results}"
+    assert all(j.get("finished", 1) and not j.get("failed") for j in jobs), jobs
+    installed = host.check_output("dpkg-query --show --showformat '${Package} ${db:Status-Status}\\n' " + " ".join(background))
+    assert sorted(installed.splitlines()) == sorted(f"{p} installed" for p in background)
+
+
 def test_the_dbd_entry_point_alone_installs_its_own_packages(host):
     """The slurm role's `dbd` entry point applied alone (tests/slurmdbd_alone.yml, as a site's
     own playbook may; no `install` entry point before it) installs what it needs itself: with
