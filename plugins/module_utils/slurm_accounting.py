@@ -7,7 +7,7 @@ creation), and nothing is removed."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Mapping, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ansible_collections.clusterdos.cluster.plugins.module_utils.slurm_config import conf_lines
 
@@ -47,13 +47,19 @@ def plan(known: Mapping[str, Set[str]], cluster: str, qos: Sequence[Mapping[str,
     return out
 
 
-def known_names(run: Callable[[List[str]], Tuple[int, str, str]], sacctmgr: str) -> Dict[str, Set[str]]:
-    """What slurmdbd holds, kind by kind; RUN(argv) -> (rc, stdout, stderr). Raises
-    RuntimeError with sacctmgr's own message when slurmdbd cannot be asked."""
+Result = Tuple[int, str, str]
+
+
+def known_names(run: Callable[[List[str]], Result], sacctmgr: str,
+                run_all: Optional[Callable[[List[List[str]]], List[Result]]] = None) -> Dict[str, Set[str]]:
+    """What slurmdbd holds, kind by kind; RUN(argv) -> (rc, stdout, stderr), one listing after
+    another, or RUN_ALL([argv, ...]) -> [(rc, stdout, stderr), ...] for all of them at once
+    (the module runs them side by side: four sacctmgr round trips to slurmdbd in the time of
+    one). Raises RuntimeError with sacctmgr's own message when slurmdbd cannot be asked."""
+    argvs = [show_argv(sacctmgr, kind, field) for kind, field in KINDS]
+    results = run_all(argvs) if run_all is not None else [run(argv) for argv in argvs]
     known: Dict[str, Set[str]] = {}
-    for kind, field in KINDS:
-        argv = show_argv(sacctmgr, kind, field)
-        rc, out, err = run(argv)
+    for (kind, _field), argv, (rc, out, err) in zip(KINDS, argvs, results):
         if rc != 0:
             raise RuntimeError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out).strip()))
         names = {line.strip() for line in out.splitlines() if line.strip()}
@@ -61,12 +67,13 @@ def known_names(run: Callable[[List[str]], Tuple[int, str, str]], sacctmgr: str)
     return known
 
 
-def ensure(run: Callable[[List[str]], Tuple[int, str, str]], params: Mapping[str, Any], check_mode: bool,
-           installed: bool = True) -> Dict[str, Any]:
-    """List, plan and (unless CHECK_MODE) add; returns the module's result. Where sacctmgr is
-    not INSTALLED yet (check mode on a fresh host) everything is planned."""
+def ensure(run: Callable[[List[str]], Result], params: Mapping[str, Any], check_mode: bool,
+           installed: bool = True, run_all: Optional[Callable[[List[List[str]]], List[Result]]] = None) -> Dict[str, Any]:
+    """List (with RUN_ALL where given, see known_names), plan and (unless CHECK_MODE) add;
+    returns the module's result. Where sacctmgr is not INSTALLED yet (check mode on a fresh
+    host) everything is planned."""
     sacctmgr = params["sacctmgr"]
-    known = known_names(run, sacctmgr) if installed else {}
+    known = known_names(run, sacctmgr, run_all) if installed else {}
     steps = plan(known, params["cluster"], params["qos"], params["accounts"], params["users"], sacctmgr)
     added = [label for label, _argv in steps]
     if not check_mode:

@@ -76,8 +76,19 @@ added:
   sample: [cluster gpu, account research, user alice]
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.clusterdos.cluster.plugins.module_utils.slurm_accounting import ensure
+
+
+def side_by_side(module):
+    """RUN_ALL for ensure(): every read-only listing started at once (a thread each, through
+    run_command), each one's (rc, stdout, stderr) in order."""
+    def run_all(argvs):
+        with ThreadPoolExecutor(max_workers=len(argvs) or 1) as pool:
+            return list(pool.map(module.run_command, argvs))
+    return run_all
 
 
 def main() -> None:
@@ -96,7 +107,7 @@ def main() -> None:
         module.fail_json(msg="%s is not installed on this host: install slurm-client (or the package that ships it) first."
                          % module.params["sacctmgr"])
     try:
-        result = ensure(module.run_command, module.params, module.check_mode, installed)
+        result = ensure(module.run_command, module.params, module.check_mode, installed, side_by_side(module))
     except RuntimeError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

@@ -59,6 +59,25 @@ def test_check_mode_lists_but_adds_nothing_and_plans_everything_where_sacctmgr_i
     assert len(sa.ensure(run, PARAMS, check_mode=True, installed=False)["added"]) == 5 and calls == []
 
 
+def test_listings_run_side_by_side_give_what_one_after_another_gives():
+    """RUN_ALL gets the four listings in one call (the module starts them at once); the plan
+    and the adds are the same as with one listing after another."""
+    listing = {"cluster": "lab\n", "qos": "normal\n", "account": "", "user": ""}
+    run, calls = recorded(listing)
+    batches = []
+
+    def run_all(argvs):
+        batches.append(argvs)
+        return [run(argv) for argv in argvs]
+    side_by_side = sa.ensure(run, PARAMS, check_mode=False, run_all=run_all)
+    assert len(batches) == 1 and [argv[4] for argv in batches[0]] == ["cluster", "qos", "account", "user"]
+    run2, _ = recorded(listing)
+    assert side_by_side == sa.ensure(run2, PARAMS, check_mode=False)
+    assert side_by_side["added"] == ["qos high", "account default", "user nobody"]
+    with pytest.raises(RuntimeError, match="show qos format=name failed .*Connection refused"):
+        sa.known_names(None, "sacctmgr", lambda argvs: [(0, "", "")] + [(1, "", "Connection refused")] * 3)
+
+
 def test_a_failed_add_or_listing_says_which_and_why():
     run, _ = recorded({}, fail={"account"})
     with pytest.raises(RuntimeError, match="adding account default to slurmdbd failed .*Problem adding"):
