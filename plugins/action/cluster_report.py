@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.writer import argument_spec, write_report
+from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.writer import argument_spec, custom_stats, write_report
 
 _OCTAL = re.compile(r"^0?[0-7]{3,4}$")
 
@@ -92,4 +92,6 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg=str(err))
             return result
         result.update(changed=changed, files=files, summary=summary)
+        if validated.validated_parameters["stats"]:
+            result["ansible_stats"] = custom_stats(validated.validated_parameters, files, summary)
         return result

@@ -1,7 +1,8 @@
 # Copyright: clusterdOS developers
 # Apache License 2.0 (see LICENSE)
 """Action for clusterdos.cluster.converge_stamp: state=digest on the controller (it reads
-every stage host's variables and facts); check and record run the module on the host."""
+every stage host's variables and facts, and compares them with the records the run's first
+read probed where it is given them); check and record run the module on the host."""
 
 from __future__ import annotations
 
@@ -67,12 +68,35 @@ class ActionModule(ActionBase):
             digests = {host: self._host_digest(hostvars[host], spec["prefixes"], spec["ignore_facts"]) for host in spec["hosts"]}
             answers[spec["stage"]] = {"digest": cs.stage_digest(collection, spec["stage"], digests),
                                       "inputs": {"collection": collection, "hosts": dict(sorted(digests.items()))}}
+        checks = self._checks(args.get("probes"), specs, answers)
+        if checks is not None:
+            result["checks"] = checks
         result["changed"] = False
         if many is not None:
             result["stages"] = answers
         else:
             result.update(answers[specs[0]["stage"]])
         return result
+
+    @staticmethod
+    def _checks(probes: Any, specs: List[Dict[str, Any]], answers: Dict[str, Any]) -> Any:
+        """Each host's answer to state=check, {host: {stages: {stage: {current, reasons}}}},
+        decided here from PROBES ({host: the hardware_facts module's records}, read on the
+        host earlier in this play), or None where some host of a stage has no probe (its
+        compare then runs on the host)."""
+        if not probes:
+            return None
+        if not isinstance(probes, dict):
+            raise AnsibleActionFail(f"converge_stamp: 'probes' must map host names to their probed records, got {probes!r}")
+        if any(not isinstance(probes.get(h), dict) for spec in specs for h in spec["hosts"]):
+            return None
+        checks: Dict[str, Any] = {}
+        for spec in specs:
+            answer = answers[spec["stage"]]
+            for host in spec["hosts"]:
+                reasons = cs.decide(probes[host].get(spec["stage"]), answer["digest"], answer["inputs"])
+                checks.setdefault(host, {"stages": {}})["stages"][spec["stage"]] = {"current": not reasons, "reasons": reasons}
+        return checks
 
     @staticmethod
     def _host_digest(host_vars: Any, prefixes: List[str], ignore_facts: List[str]) -> str:

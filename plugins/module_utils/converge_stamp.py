@@ -229,21 +229,12 @@ def build_record(stage: str, digest: str, paths: Iterable[str], services: Iterab
     }
 
 
-def drift(record: Optional[Mapping[str, Any]], digest: str, active: Callable[[List[str]], Dict[str, bool]],
-          state_of: Callable[[str], Optional[str]] = file_state,
-          sysctl_of: Callable[[str], Optional[str]] = read_sysctl,
-          inputs: Optional[Mapping[str, Any]] = None) -> List[str]:
-    """Why the host is not as the stage last left it: an empty list when it is.
-
-    RECORD is the host's record (None when it has none), DIGEST this run's inputs'
-    digest and INPUTS its parts, ACTIVE(units) says which services are active."""
-    if record is None:
-        return ["no record of a converge of this stage"]
-    if record.get("version") != RECORD_VERSION:
-        return [f"the record is of another format ({record.get('version')!r})"]
+def state_drift(record: Mapping[str, Any], active: Callable[[List[str]], Dict[str, bool]],
+                state_of: Callable[[str], Optional[str]] = file_state,
+                sysctl_of: Callable[[str], Optional[str]] = read_sysctl) -> List[str]:
+    """What drifted on the host from what RECORD keeps of it (files, services, sysctls): an
+    empty list when nothing did. The inputs' digest is decide()'s."""
     reasons: List[str] = []
-    if record.get("digest") != digest:
-        reasons.extend(input_changes(record.get("inputs"), inputs or {}))
     for path, expected in sorted((record.get("paths") or {}).items()):
         now = state_of(path)
         if now != expected:
@@ -260,6 +251,60 @@ def drift(record: Optional[Mapping[str, Any]], digest: str, active: Callable[[Li
     return reasons
 
 
+def decide(probe: Optional[Mapping[str, Any]], digest: str, inputs: Optional[Mapping[str, Any]] = None) -> List[str]:
+    """Why the host is not as the stage last left it (empty when it is), from PROBE (what
+    probe() read on the host: {record: the record's version, digest and inputs, or None;
+    state: state_drift()'s reasons}) and this run's DIGEST and its INPUTS. Runs on the host
+    (drift) or on the controller (the digest action, with the probes of the run's first read)."""
+    record = (probe or {}).get("record")
+    if not isinstance(record, Mapping):
+        return ["no record of a converge of this stage"]
+    if record.get("version") != RECORD_VERSION:
+        return [f"the record is of another format ({record.get('version')!r})"]
+    reasons: List[str] = []
+    if record.get("digest") != digest:
+        reasons.extend(input_changes(record.get("inputs"), inputs or {}))
+    reasons.extend(probe.get("state") or [])
+    return reasons
+
+
+def probe(record: Optional[Mapping[str, Any]], active: Callable[[List[str]], Dict[str, bool]],
+          state_of: Callable[[str], Optional[str]] = file_state,
+          sysctl_of: Callable[[str], Optional[str]] = read_sysctl) -> Dict[str, Any]:
+    """What decide() needs of one record, read on the host: its version, digest and inputs,
+    and what drifted (state_drift, only for a record of this format)."""
+    if record is None:
+        return {"record": None, "state": []}
+    kept = {k: record.get(k) for k in ("version", "digest", "inputs")}
+    state = state_drift(record, active, state_of, sysctl_of) if record.get("version") == RECORD_VERSION else []
+    return {"record": kept, "state": state}
+
+
+def probe_directory(directory: str, active: Callable[[List[str]], Dict[str, bool]]) -> Dict[str, Dict[str, Any]]:
+    """probe() of every stage recorded in DIRECTORY ({stage: probe}; a stage without a
+    record is absent), the services of all of them asked in one call to ACTIVE."""
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
+    except OSError:
+        return {}
+    records = {n[:-len(".json")]: load_record(os.path.join(directory, n)) for n in names}
+    units = sorted({s for r in records.values() if r for s in r.get("services") or [] if isinstance(s, str)})
+    states = active(units) if units else {}
+    return {stage: probe(record, lambda wanted: {u: states.get(u, False) for u in wanted})
+            for stage, record in records.items() if record is not None}
+
+
+def drift(record: Optional[Mapping[str, Any]], digest: str, active: Callable[[List[str]], Dict[str, bool]],
+          state_of: Callable[[str], Optional[str]] = file_state,
+          sysctl_of: Callable[[str], Optional[str]] = read_sysctl,
+          inputs: Optional[Mapping[str, Any]] = None) -> List[str]:
+    """Why the host is not as the stage last left it: an empty list when it is.
+
+    RECORD is the host's record (None when it has none), DIGEST this run's inputs'
+    digest and INPUTS its parts, ACTIVE(units) says which services are active."""
+    return decide(probe(record, active, state_of, sysctl_of), digest, inputs)
+
+
 def check_stages(stages: Iterable[Any], directory: str,
                  active: Callable[[List[str]], Dict[str, bool]]) -> Dict[str, Dict[str, Any]]:
     """drift() for several stages on one host, in one call: STAGES are dicts with stage,
@@ -274,6 +319,19 @@ def check_stages(stages: Iterable[Any], directory: str,
                         inputs=item.get("inputs") or {})
         answers[item["stage"]] = {"current": not reasons, "reasons": reasons}
     return answers
+
+
+def systemd_active(module: Any) -> Callable[[List[str]], Dict[str, bool]]:
+    """ACTIVE for drift() and probe_directory() on a host: `systemctl is-active` of every unit
+    in one call through MODULE (an AnsibleModule); no systemctl, no unit active."""
+    def active(units: List[str]) -> Dict[str, bool]:
+        systemctl = module.get_bin_path("systemctl")
+        if not systemctl:
+            return {u: False for u in units}
+        _rc, out, _err = module.run_command([systemctl, "is-active", "--", *units])
+        lines = out.splitlines()
+        return {u: (lines[i].strip() == "active" if i < len(lines) else False) for i, u in enumerate(units)}
+    return active
 
 
 def load_record(path: str) -> Optional[Dict[str, Any]]:

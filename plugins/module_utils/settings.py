@@ -40,6 +40,9 @@ DEFAULTS: Dict[str, Any] = {
     # The fast path of a re-run: skip a stage whose inputs and managed state are as its
     # last converge left them (roles/converge_stamp, docs/performance.md).
     "clusterdos_fast_path": True,
+    # Where hosts keep those records (roles/converge_stamp writes them, the run's first read
+    # of each host probes them: roles/hardware_facts).
+    "clusterdos_converge_records_dir": "/var/lib/clusterdos/converged",
     # Artifact sources (empty: upstream).
     "clusterdos_file_mirror": "",
     "clusterdos_package_proxy": "",

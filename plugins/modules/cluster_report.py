@@ -77,6 +77,13 @@ options:
     type: list
     elements: dict
     default: []
+  stats:
+    description:
+      - When set, the result also hands the report to AWX as the job's artifact of this name, as
+        M(ansible.builtin.set_stats) would (C(per_host=false), C(aggregate=false)), with its C(summary), C(files),
+        C(failed) (the failed checks), C(checks) (every one) and C(releases).
+    type: str
+    default: ""
 seealso:
   - module: clusterdos.cluster.cluster_validate
 """
@@ -107,17 +114,22 @@ summary:
   returned: always
   type: dict
   sample: {passed: 9, failed: 1, skipped: 2, total: 12}
+ansible_stats:
+  description: With O(stats), the custom stats AWX keeps as the job's artifacts (what M(ansible.builtin.set_stats) returns).
+  returned: when stats is set
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.writer import argument_spec, write_report
+from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.writer import argument_spec, custom_stats, write_report
 
 
 def main() -> None:
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     changed, files, summary = write_report(module)
-    module.exit_json(changed=changed, files=files, summary=summary)
+    extra = {"ansible_stats": custom_stats(module.params, files, summary)} if module.params["stats"] else {}
+    module.exit_json(changed=changed, files=files, summary=summary, **extra)
 
 
 if __name__ == "__main__":

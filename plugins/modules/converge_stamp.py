@@ -34,6 +34,13 @@ options:
       - One round trip per host for every stage a run compares first (site.yml's host preflight), instead of one per stage.
     type: list
     elements: dict
+  probes:
+    description:
+      - With O(state=digest), each host's converge records as the run's first read of it probed them
+        (M(clusterdos.cluster.hardware_facts) RV(clusterdos.cluster.hardware_facts#module:records)), by host name. Where every host of the
+        requested stages has one, the digest state also answers for each host what O(state=check) would (RV(checks)),
+        on the controller, without a round trip to the hosts.
+    type: dict
   state:
     description: What to do.
     type: str
@@ -140,6 +147,12 @@ stages:
     - With O(stages) and O(state=check), each stage's C(current) and C(reasons), by stage name.
   returned: when stages is given
   type: dict
+checks:
+  description:
+    - With O(state=digest) and O(probes) for every host, each host's answer, as O(state=check) with O(stages) gives it
+      (by host name, its C(stages), each stage's C(current) and C(reasons)).
+  returned: when state is digest and probes cover every host
+  type: dict
 current:
   description:
     - With O(state=check), whether the host holds a record of O(digest) and nothing recorded drifted (with O(stages),
@@ -162,17 +175,6 @@ from ansible_collections.clusterdos.cluster.plugins.module_utils import converge
 from ansible_collections.clusterdos.cluster.plugins.module_utils.text_file import write_text
 
 
-def _active(module: AnsibleModule):
-    def active(units):
-        systemctl = module.get_bin_path("systemctl")
-        if not systemctl:
-            return {u: False for u in units}
-        _rc, out, _err = module.run_command([systemctl, "is-active", "--", *units])
-        lines = out.splitlines()
-        return {u: (lines[i].strip() == "active" if i < len(lines) else False) for i, u in enumerate(units)}
-    return active
-
-
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -186,6 +188,7 @@ def main() -> None:
             "services": {"type": "list", "elements": "str", "default": []},
             "sysctls": {"type": "dict", "default": {}},
             "directory": {"type": "path", "default": "/var/lib/clusterdos/converged"},
+            "probes": {"type": "dict"},
         },
         required_one_of=[("stage", "stages")],
         mutually_exclusive=[("stage", "stages")],
@@ -202,7 +205,7 @@ def main() -> None:
         items = p["stages"] if p["stages"] is not None else [
             {"stage": p["stage"], "digest": p["digest"], "inputs": p["inputs"]}]
         try:
-            answers = cs.check_stages(items, p["directory"], _active(module))
+            answers = cs.check_stages(items, p["directory"], cs.systemd_active(module))
         except ValueError as err:
             module.fail_json(msg=str(err))
         if p["stages"] is None:

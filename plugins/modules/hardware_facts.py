@@ -16,6 +16,10 @@ description:
   - Changes nothing on the host. Publishes C(clusterdos_hw.gpus), C(clusterdos_hw.hcas) and
     C(clusterdos_hw.rdma) (docs/gpu.md and docs/rdma.md give the schema); the other keys of O(facts) are kept.
   - Fails, naming O(host), what the inventory declares and what was found, when the GPUs found differ from O(declared).
+  - With O(host_facts) and O(records), the same call is a run's whole first read of a host (one round trip instead of
+    three; the hardware_facts role, docs/performance.md "The fast path"), with Ansible's own facts and what the stages'
+    converge records keep, probed for the controller to compare (M(clusterdos.cluster.converge_stamp), its digest state
+    with C(probes)).
 options:
   facts:
     description:
@@ -33,6 +37,20 @@ options:
     description: The inventory name the failure message starts with.
     type: str
     default: ""
+  host_facts:
+    description:
+      - Also return Ansible's own facts in RV(ansible_facts), as M(ansible.builtin.setup) names them, its C(min),
+        C(network) and C(virtual) subsets and, on Linux, the processor and memory facts of its C(hardware) subset
+        (without its mount, block device, LVM and DMI reads, which no role of the collection reads; elsewhere the
+        whole C(hardware) subset).
+    type: bool
+    default: false
+  records:
+    description:
+      - A directory of converge records (M(clusterdos.cluster.converge_stamp)'s
+        O(clusterdos.cluster.converge_stamp#module:directory)). Each record in it is read and what it keeps of the
+        host (files, services, sysctls) is probed, for RV(records). Reads only.
+    type: path
 extends_documentation_fragment:
   - clusterdos.cluster.sysfs_facts
 author:
@@ -57,8 +75,14 @@ hcas:
   returned: always
   type: list
   elements: dict
+records:
+  description:
+    - With O(records), each recorded stage's C(record) (its C(version), C(digest) and C(inputs)) and C(state) (what
+      drifted since, in files, services or sysctls), by stage name; a stage without a record is absent.
+  returned: when records is given
+  type: dict
 ansible_facts:
-  description: The published fact.
+  description: The published facts.
   returned: always
   type: dict
   contains:
@@ -69,6 +93,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.clusterdos.cluster.plugins.module_utils import converge_stamp, host_facts
 from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_gpu import declared_mismatch, gpu_facts, publish
 from ansible_collections.clusterdos.cluster.plugins.module_utils.hw_rdma import hcas, summary
 
@@ -77,6 +102,8 @@ ARGUMENT_SPEC = {
     "declared": {"type": "list", "elements": "dict"},
     "host": {"type": "str", "default": ""},
     "sysfs_root": {"type": "path", "default": "/sys"},
+    "host_facts": {"type": "bool", "default": False},
+    "records": {"type": "path"},
 }
 
 
@@ -91,7 +118,10 @@ def main() -> None:
     if mismatch:
         prefix = module.params["host"] + ": " if module.params["host"] else ""
         module.fail_json(msg=prefix + mismatch, gpus=gpus, hcas=found)
-    module.exit_json(changed=False, gpus=gpus, hcas=found, ansible_facts={"clusterdos_hw": hw})
+    facts = host_facts.gather(module) if module.params["host_facts"] else {}
+    extra = {"records": converge_stamp.probe_directory(module.params["records"], converge_stamp.systemd_active(module))} \
+        if module.params["records"] else {}
+    module.exit_json(changed=False, gpus=gpus, hcas=found, ansible_facts=dict(facts, clusterdos_hw=hw), **extra)
 
 
 if __name__ == "__main__":

@@ -177,7 +177,7 @@ def test_a_failed_init_is_undone_and_reported(failed_init, healthz_held):
 def test_add_node_joins_the_new_worker_ready(kubectl, added):
     assert SPARE in _changed_tasks(added), "the new node did not change"
     # The playbook run on its own finds the node's hardware itself.
-    discovery = _results(added, "Discover GPUs and RDMA devices unless this run already has them")
+    discovery = _results(added, "Read facts and hardware unless this run already has them")
     assert discovery and not discovery[0].get("skipped"), discovery
     node = kubectl.json("get", "node", SPARE)
     assert [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]["status"] == "True"

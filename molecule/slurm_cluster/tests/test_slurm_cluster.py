@@ -456,7 +456,7 @@ def test_add_compute_node_while_a_job_runs(host):
         gather = "clusterdos.cluster.slurm : Gather facts unless this run already has them"
         asked = sorted(re.findall(r"^ok: \[(\S+)\]", task_output(run.stdout, gather), re.M))
         assert asked == sorted([CONTROLLER, LOGIN, NEW_NODE, old_record, unsaved]), run.stdout[-4000:]
-        discovery = task_output(run.stdout, "Discover GPUs and RDMA devices unless this run already has them")
+        discovery = task_output(run.stdout, "Read facts and hardware unless this run already has them")
         included = re.search(r"^included: .* for (.+)$", discovery, re.M)
         assert included and sorted(included.group(1).split(", ")) == sorted([unsaved, NEW_NODE]), run.stdout[-4000:]
         now = yaml.safe_load(ctl.file(SAVED_HARDWARE).content_string)

@@ -7,7 +7,7 @@
 - the add-on choices are names from the add-on catalog;
 - no playbook in playbooks/ prompts (vars_prompt, pause with a prompt or no timeout) or reads
   a file by an absolute or home-relative path on the controller;
-- the validation report is handed back to AWX with set_stats.
+- the validation report is handed back to AWX as custom stats (cluster_report's stats).
 Every job template's playbook must exist.
 """
 
@@ -162,13 +162,14 @@ def test_playbook_runs_unattended(path):
     assert not problems, "\n".join(problems)
 
 
-def test_validation_report_is_passed_back_with_set_stats():
+def test_validation_report_is_passed_back_as_custom_stats():
+    """The report task hands the report to AWX (cluster_report's `stats`, the custom stats
+    set_stats would set; tests/unit/validate/test_report_action.py runs it and reads them)."""
     files = reached_files(PLAYBOOKS / "validate.yml")
-    stats = [node for f in files if f.suffix == ".yml" for node, _ in _tasks_and_plays(f)
-             if "ansible.builtin.set_stats" in node]
-    assert stats, "playbooks/validate.yml hands nothing back to AWX (no ansible.builtin.set_stats)"
-    data = stats[0]["ansible.builtin.set_stats"]["data"]
-    assert "files" in str(data) and stats[0]["ansible.builtin.set_stats"].get("per_host") is False
+    reports = [node["clusterdos.cluster.cluster_report"] for f in files if f.suffix == ".yml"
+               for node, _ in _tasks_and_plays(f) if "clusterdos.cluster.cluster_report" in node]
+    assert reports, "playbooks/validate.yml writes no report"
+    assert [r.get("stats") for r in reports] == ["validate_report"], reports
 
 
 def test_configure_playbook_passes_syntax_check():

@@ -316,3 +316,101 @@ def test_the_stages_between_base_and_slurm_touch_nothing_slurm_records():
                     if not line.strip().startswith("#") and re.search(r"slurm|munge|mariadb", line, re.I):
                         named.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
     assert named == [], named
+
+
+def test_probe_then_decide_is_drift_and_asks_systemd_once(tmp_path: Path):
+    """The host half (probe_directory: every record, services asked in one call) and the
+    controller half (decide) give drift()'s answer, for each way a host can differ."""
+    directory = tmp_path / "records"
+    directory.mkdir()
+    managed = tmp_path / "managed.conf"
+    managed.write_text("one\n")
+    for stage, services in (("base", ["chrony"]), ("slurm", ["munge", "slurmd"])):
+        record = cs.build_record(stage, "d-" + stage, [str(managed)], services, {}, inputs={"collection": "c", "hosts": {"h1": "x"}})
+        (directory / f"{stage}.json").write_text(cs.record_text(record))
+    (directory / "broken.json").write_text("{not json")
+    calls = []
+
+    def active(units):
+        calls.append(list(units))
+        return {u: u != "slurmd" for u in units}
+
+    probes = cs.probe_directory(str(directory), active)
+    assert sorted(probes) == ["base", "slurm"] and calls == [["chrony", "munge", "slurmd"]]
+    managed.write_text("two\n")
+    drifted = cs.probe_directory(str(directory), active)
+    for stage in ("base", "slurm"):
+        for digest, inputs in (("d-" + stage, {}), ("other", {"collection": "c2", "hosts": {"h1": "x"}})):
+            record = cs.load_record(str(directory / f"{stage}.json"))
+            expected = cs.drift(record, digest, active, inputs=inputs)
+            assert cs.decide(drifted[stage], digest, inputs) == expected
+    assert cs.decide(probes["base"], "d-base") == []
+    assert cs.decide(probes["slurm"], "d-slurm") == ["service slurmd is not active"]
+    assert cs.decide(drifted["base"], "d-base") == [f"{managed} changed since the last converge"]
+    assert cs.decide(drifted["base"], "other", {"collection": "c2", "hosts": {"h1": "x"}})[0] == \
+        "the collection changed (its roles, playbooks or plugins)"
+    # No record (the stage never converged here, or its file does not parse).
+    assert cs.decide(None, "d") == cs.decide(drifted.get("broken"), "d") == ["no record of a converge of this stage"]
+    assert cs.probe_directory(str(tmp_path / "none"), active) == {}
+
+
+PROBE_PLAY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: probe
+      clusterdos.cluster.hardware_facts:
+        records: "{{ dir }}"
+      register: probe
+    - name: digest
+      clusterdos.cluster.converge_stamp:
+        state: digest
+        stages: [{stage: unit, prefixes: [unit_]}]
+        probes: "{{ {inventory_hostname: probe.records} }}"
+      run_once: true
+      register: digest
+    - name: check
+      clusterdos.cluster.converge_stamp:
+        stages: [{stage: unit, digest: "{{ digest.stages.unit.digest }}", inputs: "{{ digest.stages.unit.inputs }}"}]
+        directory: "{{ dir }}"
+      register: check
+    - name: record
+      clusterdos.cluster.converge_stamp:
+        stage: unit
+        state: record
+        digest: "{{ digest.stages.unit.digest }}"
+        inputs: "{{ digest.stages.unit.inputs }}"
+        directory: "{{ dir }}"
+        paths: ["{{ dir }}/../managed.conf"]
+      when: record | bool
+    - name: answers
+      ansible.builtin.debug:
+        msg: {controller: "{{ digest.checks }}", host: "{{ check.stages }}"}
+"""
+
+
+def test_the_digest_decides_from_the_probes_as_each_host_would(tmp_path: Path):
+    """converge_stamp's digest state with the probes of hardware_facts' `records` answers,
+    on the controller, exactly what the host compare answers: no record, current, a
+    managed file changed, inputs changed."""
+    (tmp_path / "records").mkdir()
+    (tmp_path / "managed.conf").write_text("one\n")
+    (tmp_path / "play.yml").write_text(PROBE_PLAY)
+
+    def run(unit_value: str, record: bool) -> dict:
+        inventory = tmp_path / "inv.json"
+        inventory.write_text(json.dumps({"all": {"hosts": {"h1": {"ansible_connection": "local"}}, "vars": {
+            "ansible_python_interpreter": sys.executable, "unit_value": unit_value, "record": record,
+            "dir": str(tmp_path / "records")}}}))
+        res = run_json(inventory, tmp_path / "play.yml")
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+        tasks = json.loads(res.stdout)["plays"][0]["tasks"]
+        msg = next(t["hosts"]["h1"]["msg"] for t in tasks if t["task"]["name"] == "answers")
+        assert msg["controller"]["h1"]["stages"] == msg["host"], msg
+        return msg["host"]["unit"]
+
+    assert run("a", record=True)["reasons"] == ["no record of a converge of this stage"]
+    assert run("a", record=False) == {"current": True, "reasons": []}
+    (tmp_path / "managed.conf").write_text("two\n")
+    assert run("a", record=False)["reasons"] == [f"{tmp_path / 'records' / '..' / 'managed.conf'} changed since the last converge"]
+    assert run("b", record=False)["reasons"][0] == "inputs (variables, facts or groups) changed of h1"

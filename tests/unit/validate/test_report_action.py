@@ -90,3 +90,53 @@ def test_in_process_refuses_bad_arguments(tmp_path: Path):
     out = _run(tmp_path, "not a list")
     assert out["in-process"]["failed"] is True
     assert "results" in out["in-process"]["msg"]
+
+
+STATS_PLAY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: in-process
+      clusterdos.cluster.cluster_report:
+        results: "{{ results }}"
+        dest: "{{ dir }}/controller"
+        releases: [{name: kueue, action: unchanged}]
+        stats: report_a
+    - name: module
+      clusterdos.cluster.cluster_report:
+        results: "{{ results }}"
+        dest: "{{ dir }}/module"
+        mode: "u=rw,g=r,o=r"
+        stats: report_b
+    - name: no stats asked for
+      clusterdos.cluster.cluster_report:
+        results: "{{ results }}"
+        dest: "{{ dir }}/none"
+"""
+
+
+def test_both_paths_hand_the_report_to_awx_as_custom_stats(tmp_path: Path, monkeypatch):
+    """What AWX keeps as the job's artifacts (set_stats's custom stats), read from Ansible's
+    own json callback: each path's stat has the summary, files, failed checks, every check
+    and the releases; a task without `stats` adds none."""
+    results = [{"name": "slurm.srun", "status": "passed", "host": "login1"},
+               {"name": "slurm.mpi", "status": "failed", "host": "login1", "detail": "no pmix"}]
+    inventory = tmp_path / "inv.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {"h1": {"ansible_connection": "local"}},
+                                             "vars": {"ansible_python_interpreter": sys.executable,
+                                                      "results": results, "dir": str(tmp_path)}}}))
+    (tmp_path / "play.yml").write_text(STATS_PLAY)
+    # The json callback lists custom stats when asked to (AWX reads them from the run itself).
+    monkeypatch.setenv("ANSIBLE_SHOW_CUSTOM_STATS", "1")
+    res = run_json(inventory, tmp_path / "play.yml")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    stats = json.loads(res.stdout)["global_custom_stats"]
+    assert sorted(stats) == ["report_a", "report_b"], stats
+    for key, where in (("report_a", "controller"), ("report_b", "module")):
+        stat = stats[key]
+        assert stat["summary"] == {"passed": 1, "failed": 1, "skipped": 0, "total": 2}, stat
+        assert stat["files"]["json"] == str(tmp_path / where / "validation.json")
+        assert [c["name"] for c in stat["failed"]] == ["slurm.mpi"]
+        assert [c["name"] for c in stat["checks"]] == ["slurm.srun", "slurm.mpi"]
+    assert stats["report_a"]["releases"] == [{"name": "kueue", "action": "unchanged"}]
+    assert stats["report_b"]["releases"] == []

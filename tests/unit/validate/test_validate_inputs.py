@@ -1,4 +1,5 @@
-"""The validate role's own input checks (roles/validate/tasks/validate.yml), run through
+"""The validate role's own input checks (its main entry point: the describe task finds each
+host's problems, roles/validate/tasks/validate.yml fails once for all of them), run through
 ansible-playbook on this machine (connection local, nothing changed): every problem of the
 report settings and of the host's declared GPUs, labels and taints is named at once in one
 failure, and good values pass."""
@@ -13,7 +14,7 @@ GOOD = {"validate_report_formats": ["json", "junit"], "validate_report_dir": "/t
 
 
 def test_good_inputs_pass(role_runner):
-    proc, _ = role_runner("validate", "validate.yml", GOOD)
+    proc, _ = role_runner("validate", "main.yml", GOOD)
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
@@ -36,7 +37,7 @@ def test_good_inputs_pass(role_runner):
     ids=["format", "dir", "gpu-vendor-missing", "gpu-vendor-count", "taint-effect", "labels-list", "all-at-once"],
 )
 def test_bad_inputs_fail_naming_each_problem(role_runner, bad, messages):
-    proc, _ = role_runner("validate", "validate.yml", {**GOOD, **bad})
+    proc, _ = role_runner("validate", "main.yml", {**GOOD, **bad})
     assert proc.returncode != 0
     failure = proc.stdout[proc.stdout.index("FAILED!"):] if "FAILED!" in proc.stdout else proc.stdout
     for message in messages:
