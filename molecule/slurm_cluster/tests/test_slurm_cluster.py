@@ -285,7 +285,9 @@ def test_a_re_run_takes_the_fast_path_and_a_drifted_host_converges_again(host):
 
 def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_converged(host, tmp_path):
     """site.yml (every stage, validation included) on the converged lab: its host preflight
-    compares base's and Slurm's records in one task (one round trip per host) and skips both.
+    compares base's and Slurm's records on the controller, from what the run's first read of
+    each host probed (no round trip of its own: the hosts' compare task is skipped), and skips
+    both.
     Then a base-managed file edited by hand on one compute node: base
     converges (naming the file) and puts it back; Slurm's "skip" from the preflight does not
     stand while base converges first, so the Slurm stage compares again in its own play,
@@ -300,6 +302,11 @@ def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_conver
     assert "Stage base skipped: every host (4)" in fast.stdout and "Stage slurm skipped: every host (4)" in fast.stdout, \
         fast.stdout[-4000:]
     assert fast.stdout.count(compare) == 1, fast.stdout[-6000:]
+    on_hosts = task_output(fast.stdout, compare[len("TASK ["):-1])
+    assert "skipping: [" in on_hosts and "ok: [" not in on_hosts, on_hosts
+    read = task_output(fast.stdout, "clusterdos.cluster.hardware_facts : Read the host's facts, GPUs, RDMA devices and converge "
+                                    "records, check the declared GPUs")
+    assert all(f"ok: [{n}]" in read for n in GROUPS), read
     assert "TASK [clusterdos.cluster.base :" not in fast.stdout and "TASK [clusterdos.cluster.munge :" not in fast.stdout
     assert "Enable and start slurmd" not in fast.stdout
 
@@ -316,9 +323,12 @@ def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_conver
     assert f"Stage base converges: {node}: {sysctl_file} changed since the last converge" in flat, repair.stdout[-6000:]
     assert "Stage slurm undecided: every host is as its last converge left it, but base converges first" in flat, \
         repair.stdout[-6000:]
-    # Compared again in the Slurm stage's own play, after base: still as it was left.
+    # Compared again in the Slurm stage's own play, after base, on the hosts themselves (what
+    # the first read probed predates base's converge): still as it was left.
     assert repair.stdout.count(compare) == 2 and "Stage slurm skipped: every host (4)" in repair.stdout, \
         repair.stdout[-6000:]
+    again = repair.stdout.split(compare)[2].split("\nTASK [")[0]
+    assert all(f"ok: [{n}]" in again for n in GROUPS), again
     assert "Enable and start slurmd" not in repair.stdout and "TASK [clusterdos.cluster.munge :" not in repair.stdout
     # Base converges on every host (a stage converges whole), and changes only what drifted:
     # the edited node's drop-in. (Until base sorted its /etc/hosts block, the other hosts'

@@ -21,6 +21,8 @@ PLAY = """
         dest: "{{ dir }}/controller"
         generated: "2026-12-02T10:00:00Z"
         cluster_name: lab
+        releases: "{{ releases | default([]) }}"
+        stats: "{{ stats_a | default(omit) }}"
       vars:
         # No Python there: only a report written in-process can succeed.
         ansible_python_interpreter: /nonexistent/python3
@@ -31,17 +33,22 @@ PLAY = """
         generated: "2026-12-02T10:00:00Z"
         cluster_name: lab
         mode: "u=rw,g=r,o=r"
+        stats: "{{ stats_b | default(omit) }}"
 """
 
 
-def _run(tmp_path: Path, results: list, *args: str) -> dict:
+def _play(tmp_path: Path, results: list, *args: str) -> dict:
+    """The json callback's whole output of PLAY on one local host."""
     inventory = tmp_path / "inv.json"
     inventory.write_text(json.dumps({"all": {"hosts": {"h1": {"ansible_connection": "local"}},
                                              "vars": {"ansible_python_interpreter": sys.executable,
                                                       "results": results, "dir": str(tmp_path)}}}))
     (tmp_path / "play.yml").write_text(PLAY)
-    res = run_json(inventory, tmp_path / "play.yml", *args)
-    tasks = json.loads(res.stdout)["plays"][0]["tasks"]
+    return json.loads(run_json(inventory, tmp_path / "play.yml", *args).stdout)
+
+
+def _run(tmp_path: Path, results: list, *args: str) -> dict:
+    tasks = _play(tmp_path, results, *args)["plays"][0]["tasks"]
     return {t["task"]["name"]: t["hosts"]["h1"] for t in tasks}
 
 
@@ -92,45 +99,17 @@ def test_in_process_refuses_bad_arguments(tmp_path: Path):
     assert "results" in out["in-process"]["msg"]
 
 
-STATS_PLAY = """
-- hosts: all
-  gather_facts: false
-  tasks:
-    - name: in-process
-      clusterdos.cluster.cluster_report:
-        results: "{{ results }}"
-        dest: "{{ dir }}/controller"
-        releases: [{name: kueue, action: unchanged}]
-        stats: report_a
-    - name: module
-      clusterdos.cluster.cluster_report:
-        results: "{{ results }}"
-        dest: "{{ dir }}/module"
-        mode: "u=rw,g=r,o=r"
-        stats: report_b
-    - name: no stats asked for
-      clusterdos.cluster.cluster_report:
-        results: "{{ results }}"
-        dest: "{{ dir }}/none"
-"""
-
-
 def test_both_paths_hand_the_report_to_awx_as_custom_stats(tmp_path: Path, monkeypatch):
     """What AWX keeps as the job's artifacts (set_stats's custom stats), read from Ansible's
     own json callback: each path's stat has the summary, files, failed checks, every check
-    and the releases; a task without `stats` adds none."""
+    and the releases; without `stats` a task adds none."""
     results = [{"name": "slurm.srun", "status": "passed", "host": "login1"},
                {"name": "slurm.mpi", "status": "failed", "host": "login1", "detail": "no pmix"}]
-    inventory = tmp_path / "inv.json"
-    inventory.write_text(json.dumps({"all": {"hosts": {"h1": {"ansible_connection": "local"}},
-                                             "vars": {"ansible_python_interpreter": sys.executable,
-                                                      "results": results, "dir": str(tmp_path)}}}))
-    (tmp_path / "play.yml").write_text(STATS_PLAY)
     # The json callback lists custom stats when asked to (AWX reads them from the run itself).
     monkeypatch.setenv("ANSIBLE_SHOW_CUSTOM_STATS", "1")
-    res = run_json(inventory, tmp_path / "play.yml")
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-    stats = json.loads(res.stdout)["global_custom_stats"]
+    assert _play(tmp_path, results)["global_custom_stats"] == {}
+    extra = json.dumps({"stats_a": "report_a", "stats_b": "report_b", "releases": [{"name": "kueue", "action": "unchanged"}]})
+    stats = _play(tmp_path, results, "-e", extra)["global_custom_stats"]
     assert sorted(stats) == ["report_a", "report_b"], stats
     for key, where in (("report_a", "controller"), ("report_b", "module")):
         stat = stats[key]
