@@ -299,6 +299,7 @@ def test_stage_run_alone_gathers_its_own_facts_and_changes_nothing(stage):
     res = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(root / "playbooks" / stage),
                           "--tags", "preflight"], capture_output=True, text=True, env=env, timeout=900, check=False)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
-    gathered = res.stdout.split("TASK [Gather facts unless this run already has them]", 1)[1].split("TASK [", 1)[0]
+    gathered = res.stdout.split("TASK [clusterdos.cluster.hardware_facts : Read the host's facts, GPUs, RDMA devices and "
+                                "converge records, check the declared GPUs]", 1)[1].split("TASK [", 1)[0]
     assert re.search(r"^ok: \[", gathered, re.M) and "skipping:" not in gathered, gathered
     assert not re.search(r"changed=[1-9]", res.stdout), res.stdout[-3000:]
