@@ -280,18 +280,25 @@ def probe(record: Optional[Mapping[str, Any]], active: Callable[[List[str]], Dic
     return {"record": kept, "state": state}
 
 
+def probe_records(records: Mapping[str, Optional[Mapping[str, Any]]],
+                  active: Callable[[List[str]], Dict[str, bool]]) -> Dict[str, Dict[str, Any]]:
+    """probe() of each of RECORDS ({stage: record, or None where there is none}), the
+    services of all of them asked in one call to ACTIVE."""
+    units = sorted({s for r in records.values() if r for s in r.get("services") or [] if isinstance(s, str)})
+    states = active(units) if units else {}
+    return {stage: probe(record, lambda wanted: {u: states.get(u, False) for u in wanted})
+            for stage, record in records.items()}
+
+
 def probe_directory(directory: str, active: Callable[[List[str]], Dict[str, bool]]) -> Dict[str, Dict[str, Any]]:
-    """probe() of every stage recorded in DIRECTORY ({stage: probe}; a stage without a
-    record is absent), the services of all of them asked in one call to ACTIVE."""
+    """probe_records() of every stage recorded in DIRECTORY ({stage: probe}; a stage without
+    a readable record is absent)."""
     try:
         names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
     except OSError:
         return {}
     records = {n[:-len(".json")]: load_record(os.path.join(directory, n)) for n in names}
-    units = sorted({s for r in records.values() if r for s in r.get("services") or [] if isinstance(s, str)})
-    states = active(units) if units else {}
-    return {stage: probe(record, lambda wanted: {u: states.get(u, False) for u in wanted})
-            for stage, record in records.items() if record is not None}
+    return probe_records({stage: record for stage, record in records.items() if record is not None}, active)
 
 
 def drift(record: Optional[Mapping[str, Any]], digest: str, active: Callable[[List[str]], Dict[str, bool]],
@@ -307,16 +314,18 @@ def drift(record: Optional[Mapping[str, Any]], digest: str, active: Callable[[Li
 
 def check_stages(stages: Iterable[Any], directory: str,
                  active: Callable[[List[str]], Dict[str, bool]]) -> Dict[str, Dict[str, Any]]:
-    """drift() for several stages on one host, in one call: STAGES are dicts with stage,
-    digest and inputs. Returns {stage: {current, reasons}}; a malformed item raises
-    ValueError naming it."""
-    answers: Dict[str, Dict[str, Any]] = {}
-    for item in stages:
+    """drift() for several stages on one host, in one call (their services asked once):
+    STAGES are dicts with stage, digest and inputs. Returns {stage: {current, reasons}}; a
+    malformed item raises ValueError naming it."""
+    items = list(stages)
+    for item in items:
         if not isinstance(item, Mapping) or not isinstance(item.get("stage"), str) or not item.get("stage") \
                 or not isinstance(item.get("digest"), str) or not item.get("digest"):
             raise ValueError(f"each of stages needs a stage name and its digest (the digest state's answer), got {item!r}")
-        reasons = drift(load_record(record_path(directory, item["stage"])), item["digest"], active,
-                        inputs=item.get("inputs") or {})
+    probes = probe_records({i["stage"]: load_record(record_path(directory, i["stage"])) for i in items}, active)
+    answers: Dict[str, Dict[str, Any]] = {}
+    for item in items:
+        reasons = decide(probes[item["stage"]], item["digest"], item.get("inputs") or {})
         answers[item["stage"]] = {"current": not reasons, "reasons": reasons}
     return answers
 

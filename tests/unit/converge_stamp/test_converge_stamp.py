@@ -352,6 +352,15 @@ def test_probe_then_decide_is_drift_and_asks_systemd_once(tmp_path: Path):
     # No record (the stage never converged here, or its file does not parse).
     assert cs.decide(None, "d") == cs.decide(drifted.get("broken"), "d") == ["no record of a converge of this stage"]
     assert cs.probe_directory(str(tmp_path / "none"), active) == {}
+    # The host compare (check_stages) is the same two halves: one systemd call, the same answers.
+    calls.clear()
+    answers = cs.check_stages([{"stage": "base", "digest": "d-base"}, {"stage": "slurm", "digest": "d-slurm"},
+                               {"stage": "none", "digest": "d"}], str(directory), active)
+    assert calls == [["chrony", "munge", "slurmd"]]
+    assert answers == {"base": {"current": False, "reasons": [f"{managed} changed since the last converge"]},
+                       "slurm": {"current": False, "reasons": [f"{managed} changed since the last converge",
+                                                               "service slurmd is not active"]},
+                       "none": {"current": False, "reasons": ["no record of a converge of this stage"]}}
 
 
 PROBE_PLAY = """
