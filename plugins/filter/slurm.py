@@ -18,6 +18,13 @@ description:
     and C(slurm_inventory_errors) (the inventory checks, each message saying what to fix).
   - C(slurm_cluster_wide_errors) names each variable that shapes the cluster's Slurm files
     (C(slurm_config), C(slurm_partitions), ...) and is set differently on some Slurm hosts.
+  - C(slurm_started_from_stopped) says whether a registered C(ansible.builtin.systemd_service) start result
+    brought the daemon up from stopped (it changed, and the status it reports, read before the start, was
+    inactive or failed).
+  - C(slurm_reconfigure_needed) says, for the play's hosts and their registered results, whether
+    C(scontrol reconfigure) reaches a daemon that has not read the files the play changed (a login host's
+    files never call for it; a daemon started from stopped has read them; configless, a controller's
+    change always does).
   - C(slurm_accounting_errors) checks the shape of C(slurm_accounting_qos), C(slurm_accounting_accounts) and
     C(slurm_accounting_users) (module_utils.slurm_accounting).
 options:
@@ -126,6 +133,19 @@ def slurm_accounting_errors(qos: Any, accounts: Any, users: Any) -> list[str]:
     return sa.errors(qos, accounts, users)
 
 
+def slurm_started_from_stopped(result: Any) -> bool:
+    return sc.started_from_stopped(result)
+
+
+_RECONFIGURE_KEYS = ("__slurm_files_written", "__slurm_slurmctld_started", "__slurm_slurmd_started")
+
+
+def slurm_reconfigure_needed(hosts: list[str], hostvars: Mapping[str, Any], controllers: list[str], compute: list[str],
+                             configless: bool = False) -> bool:
+    return sc.reconfigure_needed(hosts, _plain(hostvars, list(dict.fromkeys(hosts)), _RECONFIGURE_KEYS),
+                                 controllers=controllers, compute=compute, configless=bool(configless))
+
+
 class FilterModule:
     """clusterdos.cluster Slurm filters."""
 
@@ -143,4 +163,6 @@ class FilterModule:
             "slurm_version_series": slurm_version_series,
             "slurm_inventory_errors": slurm_inventory_errors,
             "slurm_cluster_wide_errors": slurm_cluster_wide_errors,
+            "slurm_started_from_stopped": slurm_started_from_stopped,
+            "slurm_reconfigure_needed": slurm_reconfigure_needed,
         }

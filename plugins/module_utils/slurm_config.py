@@ -383,3 +383,38 @@ def inventory_errors(*, groups: Mapping[str, list[str]], hostvars: Mapping[str, 
             if not isinstance(gpu.get("count", 1), int) or int(gpu.get("count", 1)) < 1:
                 errors.append(f"Host {host}: every GPU entry needs a count of at least 1 (got {gpu.get('count')!r}).")
     return errors
+
+
+def started_from_stopped(result: Any) -> bool:
+    """Whether an "Enable and start" result (ansible.builtin.systemd_service, state=started) brought the
+    daemon up from stopped: it changed, and the status it reports, read before the start, was inactive or
+    failed. Such a daemon read the files written before that start."""
+    if not isinstance(result, Mapping) or not result.get("changed"):
+        return False
+    status = result.get("status") or {}
+    return isinstance(status, Mapping) and status.get("ActiveState") in ("inactive", "failed")
+
+
+def reconfigure_needed(hosts: Iterable[str], results: Mapping[str, Mapping[str, Any]], *, controllers: Iterable[str],
+                       compute: Iterable[str], configless: bool) -> bool:
+    """Whether `scontrol reconfigure` reaches a daemon that has not read the files this play changed.
+
+    results[host] holds the host's registered results: __slurm_files_written (the files call, its
+    changed_tags), __slurm_slurmctld_started and __slurm_slurmd_started (the start tasks). A host counts
+    where its files tagged "reconfigure" changed and
+      - it runs slurmctld and slurmctld was not started from stopped in this run, or the cluster is
+        configless (running slurmd elsewhere fetch the new files only at a reconfigure); or
+      - it runs slurmd and slurmd was not started from stopped.
+    A host that runs neither (a login host) never counts: Slurm's clients read the files at each command.
+    """
+    controllers, compute = set(controllers), set(compute)
+    for host in hosts:
+        got = results.get(host) or {}
+        written = got.get("__slurm_files_written") or {}
+        if "reconfigure" not in (written.get("changed_tags") or []):
+            continue
+        if host in controllers and (configless or not started_from_stopped(got.get("__slurm_slurmctld_started"))):
+            return True
+        if host in compute and not started_from_stopped(got.get("__slurm_slurmd_started")):
+            return True
+    return False

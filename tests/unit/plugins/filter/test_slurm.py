@@ -118,3 +118,51 @@ def test_version_series(version, series):
 def test_version_series_rejects_garbage():
     with pytest.raises(AnsibleFilterError):
         F["slurm_version_series"]("latest")
+
+
+STARTED = {"changed": True, "status": {"ActiveState": "inactive"}}  # started from stopped
+RUNNING = {"changed": False, "status": {"ActiveState": "active"}}  # was running already
+CONF = {"changed_tags": ["reconfigure"]}
+FINGERPRINT_ONLY = {"changed_tags": ["restart_compute"]}
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        (STARTED, True),
+        ({"changed": True, "status": {"ActiveState": "failed"}}, True),
+        (RUNNING, False),
+        ({"changed": True, "status": {"ActiveState": "active"}}, False),  # e.g. only enabled
+        ({"skipped": True, "changed": False}, False),
+        ({}, False),
+    ],
+)
+def test_started_from_stopped(result, expected):
+    assert F["slurm_started_from_stopped"](result) is expected
+
+
+@pytest.mark.parametrize(
+    ("hostvars", "configless", "expected"),
+    [
+        # A first converge: every daemon started from stopped after its files were written.
+        ({"ctl": {"__slurm_files_written": CONF, "__slurm_slurmctld_started": STARTED}}, False, False),
+        ({"c1": {"__slurm_files_written": CONF, "__slurm_slurmd_started": STARTED},
+          "c2": {"__slurm_files_written": CONF, "__slurm_slurmd_started": STARTED}}, False, False),
+        # A login host's files are read by the clients: no daemon to tell.
+        ({"login": {"__slurm_files_written": CONF}}, False, False),
+        ({"login": {"__slurm_files_written": CONF}}, True, False),
+        # A running daemon whose files changed needs it.
+        ({"ctl": {"__slurm_files_written": CONF, "__slurm_slurmctld_started": RUNNING}}, False, True),
+        ({"c1": {"__slurm_files_written": CONF, "__slurm_slurmd_started": STARTED},
+          "c2": {"__slurm_files_written": CONF, "__slurm_slurmd_started": RUNNING}}, False, True),
+        # The reconfigure entry point starts nothing: a changed daemon host always needs it.
+        ({"c1": {"__slurm_files_written": CONF}}, False, True),
+        # Configless, running slurmd elsewhere fetch a controller's change only at a reconfigure.
+        ({"ctl": {"__slurm_files_written": CONF, "__slurm_slurmctld_started": STARTED}}, True, True),
+        # Only restart fingerprints changed (their handlers restart), or nothing did.
+        ({"c1": {"__slurm_files_written": FINGERPRINT_ONLY, "__slurm_slurmd_started": RUNNING}}, False, False),
+        ({"c1": {"__slurm_slurmd_started": RUNNING}}, False, False),
+    ],
+)
+def test_reconfigure_needed(hostvars, configless, expected):
+    assert F["slurm_reconfigure_needed"](list(hostvars), hostvars, ["ctl"], ["c1", "c2"], configless) is expected
