@@ -6,6 +6,7 @@ configuration files) share this."""
 
 from __future__ import annotations
 
+import base64
 import os
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
@@ -82,19 +83,39 @@ def _read_bytes(path: str) -> Optional[bytes]:
         return handle.read()
 
 
-def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _contents(files: List[Dict[str, Any]], written: Dict[str, str]) -> Dict[str, str]:
+    """{path: base64 of its bytes} for each file asked for (return_content): what it holds now,
+    or in check mode what it would hold (WRITTEN, the text each file was to be given)."""
+    out: Dict[str, str] = {}
+    for item in files:
+        if not item.get("return_content"):
+            continue
+        path = item["path"]
+        raw = written[path].encode("utf-8") if path in written else _read_bytes(path)
+        if raw is not None:
+            out[path] = base64.b64encode(raw).decode("ascii")
+    return out
+
+
+def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dict[str, Any]],
+                 creates: Optional[str] = None) -> Dict[str, Any]:
     """Make DIRECTORIES exist and FILES hold their text, owner, group and mode, in one call
     (the text_files module): one round trip for what took a task per file.
 
     Each directory: path, mode (octal string), owner, group. Each file: path, content, mode,
     owner, group and tag (a name the caller acts on when that file changed); or, instead of
     content, block and marker: that block within what the file holds (with_block). Returns changed,
-    changed_paths, changed_tags (sorted, unique) and the diff (one entry per changed file).
-    Nothing is written in check mode.
+    changed_paths, changed_tags (sorted, unique), the diff (one entry per changed file) and
+    contents (the files with return_content, base64). Nothing is written in check mode, nor at
+    all where the path CREATES exists (the files are then only read).
     """
     changed_paths: List[str] = []
     tags: List[str] = []
     diff: List[Dict[str, str]] = []
+    if creates and os.path.exists(creates):
+        return {"changed": False, "changed_paths": [], "changed_tags": [], "diff": [],
+                "contents": _contents(files, {})}
+    written: Dict[str, str] = {}
     for item in directories:
         path = item["path"]
         existed = os.path.isdir(path)
@@ -116,6 +137,8 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
             current = raw.decode("utf-8", errors="replace") if raw is not None else None
             item = dict(item, content=with_block(current, item["marker"], item["block"]))
         changed, before = write_text(module, path, item["content"], mode=int(item["mode"], 8), current=raw)
+        if module.check_mode:
+            written[path] = item["content"]
         if os.path.isfile(path):
             changed = _attributes(module, path, item, changed)
         if changed:
@@ -126,7 +149,7 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
                 diff.append({"before_header": path, "after_header": path,
                              "before": before or "", "after": item["content"]})
     return {"changed": bool(changed_paths), "changed_paths": changed_paths,
-            "changed_tags": sorted(set(tags)), "diff": diff}
+            "changed_tags": sorted(set(tags)), "diff": diff, "contents": _contents(files, written)}
 
 
 def _attributes(module: Any, path: str, item: Dict[str, Any], changed: bool) -> bool:

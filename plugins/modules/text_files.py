@@ -60,6 +60,19 @@ options:
       tag:
         description: A name listed in RV(changed_tags) when this file changed.
         type: str
+      return_content:
+        description:
+          - Return what the file holds after the call (in check mode, what it would hold) in RV(contents).
+          - The munge role reads the key it generated, or the one generated before, in the same call.
+        type: bool
+        default: false
+  creates:
+    description:
+      - A path. Where it exists, nothing is written (the files asked for with O(files[].return_content) are
+        only read).
+      - Write once, never replace - the munge role generates the cluster key with a marker file and names the
+        marker here.
+    type: path
   directories:
     description: Directories to create first (parents included).
     type: list
@@ -119,6 +132,10 @@ changed_tags:
   returned: always
   type: list
   elements: str
+contents:
+  description: For each file with O(files[].return_content), its bytes in base64, keyed by its path.
+  returned: always
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -140,6 +157,7 @@ def main() -> None:
                 "marker": {"type": "str"},
                 "mode": {"type": "str", "default": "0644"},
                 "tag": {"type": "str"},
+                "return_content": {"type": "bool", "default": False},
                 **_ATTRIBUTES,
             }, "mutually_exclusive": [["content", "block"]], "required_one_of": [["content", "block"]],
                 "required_by": {"block": "marker"}},
@@ -148,6 +166,7 @@ def main() -> None:
                 "mode": {"type": "str", "default": "0755"},
                 **_ATTRIBUTES,
             }},
+            "creates": {"type": "path"},
         },
         supports_check_mode=True,
     )
@@ -156,7 +175,7 @@ def main() -> None:
             int(item["mode"], 8)
         except ValueError:
             module.fail_json(msg="%s: mode %r is not an octal number such as 0644" % (item["path"], item["mode"]))
-    result = ensure_files(module, module.params["files"], module.params["directories"])
+    result = ensure_files(module, module.params["files"], module.params["directories"], module.params["creates"])
     if not module._diff:
         result.pop("diff")
     module.exit_json(**result)

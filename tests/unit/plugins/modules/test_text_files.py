@@ -159,3 +159,34 @@ def test_a_block_file_is_read_once_per_call(tmp_path, capsys, monkeypatch):
     assert run(capsys, {"files": [item]})["changed"] is True
     assert run(capsys, {"files": [item]})["changed"] is False
     assert reads == [str(hosts), str(hosts)]
+
+
+def write_once(tmp_path, key):
+    """The munge role's use: a key and its marker, written only while the marker is absent, the key read back."""
+    return {"creates": str(tmp_path / "marker"),
+            "files": [{"path": str(tmp_path / "key"), "content": key, "mode": "0400", "owner": OWNER, "group": GROUP,
+                       "return_content": True},
+                      {"path": str(tmp_path / "marker"), "content": "generated\n", "owner": OWNER, "group": GROUP}]}
+
+
+def test_creates_writes_once_and_return_content_reads_back_what_is_there(tmp_path, capsys):
+    import base64
+    # A key already there without the marker (a package's own) is replaced, and read back.
+    (tmp_path / "key").write_bytes(b"\x00\x01 package's binary key")
+    first = run(capsys, write_once(tmp_path, "first-key-0123456789"))
+    assert first["changed"] is True and sorted(first["changed_paths"]) == [str(tmp_path / "key"), str(tmp_path / "marker")]
+    assert base64.b64decode(first["contents"][str(tmp_path / "key")]) == b"first-key-0123456789"
+    assert list(first["contents"]) == [str(tmp_path / "key")]
+    # Once the marker exists nothing is written, whatever the content asked for; the key is read.
+    again = run(capsys, write_once(tmp_path, "another-key-9876543210"))
+    assert again["changed"] is False and again["changed_paths"] == []
+    assert base64.b64decode(again["contents"][str(tmp_path / "key")]) == b"first-key-0123456789"
+    assert (tmp_path / "key").read_bytes() == b"first-key-0123456789"
+
+
+def test_check_mode_returns_the_content_it_would_write(tmp_path, capsys):
+    import base64
+    result = run(capsys, write_once(tmp_path, "would-be-key-0123456789"), check=True)
+    assert result["changed"] is True
+    assert base64.b64decode(result["contents"][str(tmp_path / "key")]) == b"would-be-key-0123456789"
+    assert not (tmp_path / "key").exists() and not (tmp_path / "marker").exists()
