@@ -337,7 +337,7 @@ def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_conver
     changed = [(section.split("]", 1)[0], host)
                for section in re.split(r"\n(?:TASK|RUNNING HANDLER) \[", repair.stdout)[1:]
                for host in re.findall(r"^changed: \[([^\]]+)\]", section, re.M)]
-    drop_in = "clusterdos.cluster.base : Write the apt proxy, the kernel modules to load and the sysctl drop-in (one call)"
+    drop_in = "clusterdos.cluster.base : Write the apt proxy, kernel modules, sysctls, chrony's files and /etc/hosts (one call)"
     assert (drop_in, node) in changed, changed
     assert all(t.startswith("clusterdos.cluster.base :") for t, h in changed if h != "localhost"), changed
     others = [(t, h) for t, h in changed if h not in (node, "localhost")]
