@@ -7,6 +7,7 @@ Not a benchmark itself: the scripts next to it import it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -125,6 +126,17 @@ class SlurmLab:
     def down(self) -> None:
         subprocess.run([LAB_CLI, "down", "--name", self.name], cwd=ROOT, check=False, capture_output=True)
 
+    def hosts_cpu(self) -> float | None:
+        """The CPU seconds the lab's containers have used so far (podman stats' cpu_time, summed),
+        None where podman does not report it."""
+        proc = subprocess.run(["podman", "stats", "--no-stream", "--format", "json",
+                               *(f"cdl-{self.name}-{n}" for n in self.names)],
+                              capture_output=True, text=True, check=False)
+        try:
+            return sum(cpu_seconds(c["cpu_time"]) for c in json.loads(proc.stdout))
+        except (ValueError, KeyError, TypeError):
+            return None
+
     def playbook(self, path: Path, *extra: str, profile: bool = False) -> dict:
         """Run one playbook on the lab (the scenario's inventory too) and return its figures:
         seconds, tasks (task headers), changed (sum over hosts), ran (ok + changed per host,
@@ -134,12 +146,14 @@ class SlurmLab:
             env["ANSIBLE_CALLBACKS_ENABLED"] = ",".join(
                 filter(None, [env.get("ANSIBLE_CALLBACKS_ENABLED", ""), "ansible.posix.profile_tasks"]))
             env["PROFILE_TASKS_TASK_OUTPUT_LIMIT"] = "12"
+        hosts_before = self.hosts_cpu()
         start = time.monotonic()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = run(["ansible-playbook", "-i", self.inventory, "-i", str(SCENARIO / "inventory"), str(path), *extra],
                    env=env)
         seconds = time.monotonic() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        hosts_after = self.hosts_cpu()
         self.runs += 1
         if self.log_dir:
             self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -151,12 +165,25 @@ class SlurmLab:
             # The controller's CPU: ansible-playbook, its workers and their ssh clients (the
             # lab hosts' own processes are not this process's children).
             "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            # The lab hosts' CPU (every process in their containers: modules, package
+            # managers, daemons), None where podman does not report it. With "cpu", the work
+            # a run costs the machine, which wall time on a shared machine only shows blurred.
+            "hosts_cpu": (hosts_after - hosts_before) if None not in (hosts_before, hosts_after) else None,
             "tasks": len(re.findall(r"^TASK \[", proc.stdout, re.M)),
             "changed": sum(r["changed"] for r in recap.values()),
             "ran": {h: r["ok"] + r["changed"] for h, r in recap.items() if h != "localhost"},
             "slowest": re.findall(r"^(.+?) -+ (\d+\.\d+)s$", proc.stdout, re.M) if profile else [],
             "timeline": timeline(proc.stdout) if profile else [],
         }
+
+
+def cpu_seconds(text: str) -> float:
+    """Seconds from a Go duration as podman prints it ("16.948425803s", "1m2.5s", "850ms")."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)", text)
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        raise ValueError(f"not a duration: {text!r}")
+    return sum(float(n) * units[u] for n, u in parts)
 
 
 _HEADER = re.compile(r"^(TASK|RUNNING HANDLER) \[(.*?)\]|^(PLAY RECAP|TASKS RECAP)")
@@ -207,8 +234,9 @@ def split_by_hosts(fig: dict, new: str) -> dict[str, float]:
 
 
 def figures(fig: dict) -> str:
-    """A playbook run's figures on one line: seconds, the controller's CPU, task headers, changed."""
-    return f"{fig['seconds']:7.1f} s  controller CPU {fig['cpu']:.1f} s  tasks={fig['tasks']} changed={fig['changed']}"
+    """A playbook run's figures on one line: seconds, the controller's and the hosts' CPU, task headers, changed."""
+    hosts = "" if fig.get("hosts_cpu") is None else f"  hosts CPU {fig['hosts_cpu']:.1f} s"
+    return f"{fig['seconds']:7.1f} s  controller CPU {fig['cpu']:.1f} s{hosts}  tasks={fig['tasks']} changed={fig['changed']}"
 
 
 def slowest(label: str, fig: dict) -> list[str]:

@@ -123,7 +123,9 @@ def add(*figs: dict) -> dict:
     for fig in figs:
         for host, count in fig["ran"].items():
             ran[host] = ran.get(host, 0) + count
+    hosts_cpu = [f.get("hosts_cpu") for f in figs]
     return {"seconds": sum(f["seconds"] for f in figs), "cpu": sum(f["cpu"] for f in figs),
+            "hosts_cpu": None if None in hosts_cpu else sum(hosts_cpu),
             "tasks": sum(f["tasks"] for f in figs), "changed": sum(f["changed"] for f in figs),
             "ran": ran, "parts": [f["seconds"] for f in figs]}
 
