@@ -84,8 +84,9 @@ def _read_bytes(path: str) -> Optional[bytes]:
 
 
 def _contents(files: List[Dict[str, Any]], written: Dict[str, str]) -> Dict[str, str]:
-    """{path: base64 of its bytes} for each file asked for (return_content): what it holds now,
-    or in check mode what it would hold (WRITTEN, the text each file was to be given)."""
+    """{path: base64 of its bytes} for each file asked for (return_content): WRITTEN's text where
+    this call gave the file its text (what it holds now, or in check mode what it would hold),
+    else what the file holds, read here (a call that wrote nothing: CREATES existed)."""
     out: Dict[str, str] = {}
     for item in files:
         if not item.get("return_content"):
@@ -137,8 +138,7 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
             current = raw.decode("utf-8", errors="replace") if raw is not None else None
             item = dict(item, content=with_block(current, item["marker"], item["block"]))
         changed, before = write_text(module, path, item["content"], mode=int(item["mode"], 8), current=raw)
-        if module.check_mode:
-            written[path] = item["content"]
+        written[path] = item["content"]
         if os.path.isfile(path):
             changed = _attributes(module, path, item, changed)
         if changed:

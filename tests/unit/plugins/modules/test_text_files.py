@@ -6,6 +6,7 @@ The module's main() runs with real arguments; owner and group are this process's
 
 from __future__ import annotations
 
+import base64
 import grp
 import json
 import os
@@ -170,7 +171,6 @@ def write_once(tmp_path, key):
 
 
 def test_creates_writes_once_and_return_content_reads_back_what_is_there(tmp_path, capsys):
-    import base64
     # A key already there without the marker (a package's own) is replaced, and read back.
     (tmp_path / "key").write_bytes(b"\x00\x01 package's binary key")
     first = run(capsys, write_once(tmp_path, "first-key-0123456789"))
@@ -185,7 +185,6 @@ def test_creates_writes_once_and_return_content_reads_back_what_is_there(tmp_pat
 
 
 def test_check_mode_returns_the_content_it_would_write(tmp_path, capsys):
-    import base64
     result = run(capsys, write_once(tmp_path, "would-be-key-0123456789"), check=True)
     assert result["changed"] is True
     assert base64.b64decode(result["contents"][str(tmp_path / "key")]) == b"would-be-key-0123456789"
