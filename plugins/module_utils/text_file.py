@@ -9,35 +9,37 @@ from __future__ import annotations
 import base64
 import os
 import tempfile
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 
 _UNREAD = object()
 
 
-def write_text(module: Any, path: str, text: str, dir_mode: int = 0o755,
+def write_text(module: Any, path: str, text: Union[str, bytes], dir_mode: int = 0o755,
                mode: Optional[int] = None, current: Any = _UNREAD) -> Tuple[bool, Optional[str]]:
-    """Write TEXT to PATH unless it already holds it; nothing is written in check mode.
+    """Write TEXT (str, written as UTF-8, or bytes, written as they are) to PATH unless it
+    already holds it; nothing is written in check mode.
 
     Returns (changed, the text before, or None when there was no file). The directory is
     created with DIR_MODE when missing; MODE, when given, is set on a file written here.
     CURRENT: what the caller has just read from PATH (_read_bytes), so it is not read twice.
     """
     before = None
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     # Compared as bytes: what is there may not be text (a package's binary munge key).
     raw = _read_bytes(path) if current is _UNREAD else current
     if raw is not None:
-        if raw == text.encode("utf-8"):
-            return False, text
         before = raw.decode("utf-8", errors="replace")
+        if raw == data:
+            return False, before
     if module.check_mode:
         return True, before
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         os.makedirs(directory, dir_mode)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(path))
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
     module.atomic_move(tmp, path)
     if mode is not None:
         os.chmod(path, mode)
@@ -83,8 +85,8 @@ def _read_bytes(path: str) -> Optional[bytes]:
         return handle.read()
 
 
-def _contents(files: List[Dict[str, Any]], written: Dict[str, str]) -> Dict[str, str]:
-    """{path: base64 of its bytes} for each file asked for (return_content): WRITTEN's text where
+def _contents(files: List[Dict[str, Any]], written: Dict[str, bytes]) -> Dict[str, str]:
+    """{path: base64 of its bytes} for each file asked for (return_content): WRITTEN's bytes where
     this call gave the file its text (what it holds now, or in check mode what it would hold),
     else what the file holds, read here (a call that wrote nothing: CREATES existed)."""
     out: Dict[str, str] = {}
@@ -92,7 +94,7 @@ def _contents(files: List[Dict[str, Any]], written: Dict[str, str]) -> Dict[str,
         if not item.get("return_content"):
             continue
         path = item["path"]
-        raw = written[path].encode("utf-8") if path in written else _read_bytes(path)
+        raw = written[path] if path in written else _read_bytes(path)
         if raw is not None:
             out[path] = base64.b64encode(raw).decode("ascii")
     return out
@@ -104,8 +106,9 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
     (the text_files module): one round trip for what took a task per file.
 
     Each directory: path, mode (octal string), owner, group. Each file: path, content, mode,
-    owner, group and tag (a name the caller acts on when that file changed); or, instead of
-    content, block and marker: that block within what the file holds (with_block). Returns changed,
+    owner, group and tag (a name the caller acts on when that file changed); instead of
+    content, content_base64 (bytes that need not be text: a munge key another host holds),
+    or block and marker: that block within what the file holds (with_block). Returns changed,
     changed_paths, changed_tags (sorted, unique), the diff (one entry per changed file) and
     contents (the files with return_content, base64). Nothing is written in check mode, nor at
     all where the path CREATES exists (the files are then only read).
@@ -116,7 +119,7 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
     if creates and os.path.exists(creates):
         return {"changed": False, "changed_paths": [], "changed_tags": [], "diff": [],
                 "contents": _contents(files, {})}
-    written: Dict[str, str] = {}
+    written: Dict[str, bytes] = {}
     for item in directories:
         path = item["path"]
         existed = os.path.isdir(path)
@@ -137,17 +140,19 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
         if item.get("block") is not None:
             current = raw.decode("utf-8", errors="replace") if raw is not None else None
             item = dict(item, content=with_block(current, item["marker"], item["block"]))
-        changed, before = write_text(module, path, item["content"], mode=int(item["mode"], 8), current=raw)
-        written[path] = item["content"]
+        data = item["content"] if item.get("content") is not None else base64.b64decode(item["content_base64"])
+        changed, before = write_text(module, path, data, mode=int(item["mode"], 8), current=raw)
+        written[path] = data if isinstance(data, bytes) else data.encode("utf-8")
+        after = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
         if os.path.isfile(path):
             changed = _attributes(module, path, item, changed)
         if changed:
             changed_paths.append(path)
             if item.get("tag"):
                 tags.append(item["tag"])
-            if before != item["content"]:
+            if before != after:
                 diff.append({"before_header": path, "after_header": path,
-                             "before": before or "", "after": item["content"]})
+                             "before": before or "", "after": after})
     return {"changed": bool(changed_paths), "changed_paths": changed_paths,
             "changed_tags": sorted(set(tags)), "diff": diff, "contents": _contents(files, written)}
 

@@ -32,7 +32,13 @@ options:
       content:
         description:
           - The file's whole text.
-          - Give O(files[].content), or O(files[].block) with O(files[].marker).
+          - Give O(files[].content), O(files[].content_base64), or O(files[].block) with O(files[].marker).
+        type: str
+      content_base64:
+        description:
+          - The file's whole content as base64, for bytes that need not be text.
+          - The munge role installs the key its source host holds with it (RV(contents) of the call that read it),
+            which may be a package's binary key.
         type: str
       block:
         description:
@@ -138,6 +144,9 @@ contents:
   type: dict
 """
 
+import base64
+import binascii
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.clusterdos.cluster.plugins.module_utils.text_file import ensure_files
 
@@ -153,13 +162,15 @@ def main() -> None:
             "files": {"type": "list", "elements": "dict", "required": True, "options": {
                 "path": {"type": "path", "required": True},
                 "content": {"type": "str"},
+                "content_base64": {"type": "str"},
                 "block": {"type": "str"},
                 "marker": {"type": "str"},
                 "mode": {"type": "str", "default": "0644"},
                 "tag": {"type": "str"},
                 "return_content": {"type": "bool", "default": False},
                 **_ATTRIBUTES,
-            }, "mutually_exclusive": [["content", "block"]], "required_one_of": [["content", "block"]],
+            }, "mutually_exclusive": [["content", "content_base64", "block"]],
+                "required_one_of": [["content", "content_base64", "block"]],
                 "required_by": {"block": "marker"}},
             "directories": {"type": "list", "elements": "dict", "default": [], "options": {
                 "path": {"type": "path", "required": True},
@@ -175,6 +186,13 @@ def main() -> None:
             int(item["mode"], 8)
         except ValueError:
             module.fail_json(msg="%s: mode %r is not an octal number such as 0644" % (item["path"], item["mode"]))
+    for item in module.params["files"]:
+        if item.get("content_base64") is not None:
+            try:
+                base64.b64decode(item["content_base64"], validate=True)
+            except (binascii.Error, ValueError):
+                module.fail_json(msg="%s: content_base64 is not base64 (give the file's bytes encoded with the "
+                                     "b64encode filter)" % item["path"])
     result = ensure_files(module, module.params["files"], module.params["directories"], module.params["creates"])
     if not module._diff:
         result.pop("diff")

@@ -283,6 +283,30 @@ def test_a_re_run_takes_the_fast_path_and_a_drifted_host_converges_again(host):
     assert lab_host(CONTROLLER).check_output("sha256sum /var/lib/clusterdos/converged/slurm.json") == record
 
 
+def test_a_binary_key_made_on_the_source_host_becomes_every_hosts_key(host):
+    """After the role generated the cluster key, the key on its source host (the controller)
+    is replaced by a binary one, as munge's own package makes when it is reinstalled there
+    (`mungekey --create`, not text), without restarting munged. slurm.yml converges the stage,
+    naming the key, and every host gets the same bytes (read on the source host, carried as
+    base64); munged restarts everywhere, the source host included (its key's digest changed),
+    so the role's credential check passes and jobs run. Before, the install failed on every
+    host with a UTF-8 encoding error, and the source host's munged kept the old key."""
+    ctl = lab_host(CONTROLLER)
+    ctl.run_expect([0], "mungekey --create --force --keyfile /etc/munge/munge.key"
+                        " && chown munge:munge /etc/munge/munge.key && chmod 0400 /etc/munge/munge.key")
+    new = ctl.check_output("sha256sum /etc/munge/munge.key").split()[0]
+    assert ctl.run("iconv -f utf-8 -t utf-8 /etc/munge/munge.key").rc != 0, "the test key must not be text"
+    run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert f"{CONTROLLER}: /etc/munge/munge.key changed since the last converge" in " ".join(run.stdout.split())
+    for name in GROUPS:
+        h = lab_host(name)
+        assert h.check_output("sha256sum /etc/munge/munge.key").split()[0] == new, name
+        assert h.service("munge").is_running, name
+    wait_for(lambda: set(node_states(host).values()) == {"idle"}, "every compute node idle")
+    assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+
+
 def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_converged(host, tmp_path):
     """site.yml (every stage, validation included) on the converged lab: its host preflight
     compares base's and Slurm's records on the controller, from what the run's first read of

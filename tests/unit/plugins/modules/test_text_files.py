@@ -189,3 +189,34 @@ def test_check_mode_returns_the_content_it_would_write(tmp_path, capsys):
     assert result["changed"] is True
     assert base64.b64decode(result["contents"][str(tmp_path / "key")]) == b"would-be-key-0123456789"
     assert not (tmp_path / "key").exists() and not (tmp_path / "marker").exists()
+
+
+def test_a_binary_key_read_back_is_installed_byte_for_byte_elsewhere(tmp_path, capsys):
+    """The source host's key is not text after the marker (munge reinstalled there, the package
+    made its own binary key): it is read back and installed on another host's path from
+    content_base64, the same bytes, then reported unchanged; a diff shows it without a crash."""
+    run(capsys, write_once(tmp_path, "first-key-0123456789"))
+    binary = bytes(range(256)) * 4
+    (tmp_path / "key").write_bytes(binary)
+    read = run(capsys, write_once(tmp_path, "ignored-key-0123456789"))
+    assert read["changed"] is False
+    encoded = read["contents"][str(tmp_path / "key")]
+    assert base64.b64decode(encoded) == binary
+    other = {"files": [{"path": str(tmp_path / "other" / "key"), "content_base64": encoded, "mode": "0400",
+                        "owner": OWNER, "group": GROUP, "return_content": True}]}
+    installed = run(capsys, other, diff=True)
+    assert installed["changed"] is True and installed.get("failed") is not True, installed
+    assert (tmp_path / "other" / "key").read_bytes() == binary
+    assert stat.S_IMODE((tmp_path / "other" / "key").stat().st_mode) == 0o400
+    assert installed["contents"][str(tmp_path / "other" / "key")] == encoded
+    assert len(installed["diff"]) == 1 and installed["diff"][0]["before"] == ""
+    assert run(capsys, other)["changed"] is False
+
+
+def test_content_base64_that_is_not_base64_fails_naming_the_file(tmp_path, capsys):
+    result = run(capsys, {"files": [{"path": str(tmp_path / "key"), "content_base64": "not base64!"}]})
+    assert result["failed"] is True
+    assert "key: content_base64 is not base64" in result["msg"]
+    assert not (tmp_path / "key").exists()
+    result = run(capsys, {"files": [{"path": str(tmp_path / "key"), "content": "x", "content_base64": "eA=="}]})
+    assert result["failed"] is True and "mutually exclusive" in result["msg"]
