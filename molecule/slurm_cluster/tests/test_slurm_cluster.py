@@ -307,6 +307,25 @@ def test_a_binary_key_made_on_the_source_host_becomes_every_hosts_key(host):
     assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
 
 
+def test_another_source_host_keeps_the_cluster_key():
+    """munge_key_source_group naming another group (as when the controller that held the key
+    is removed from the inventory and another host comes first): that host holds a copy of
+    the generated key with the role's marker, so it reads the key back instead of generating
+    a new one for every host. The stage converges (an input changed) and changes nothing;
+    so does the run back to the scenario's source group (which also puts the stage's record
+    back as the next tests expect it)."""
+    keys = {n: lab_host(n).check_output("sha256sum /etc/munge/munge.key") for n in GROUPS}
+    for extra in (["-e", "munge_key_source_group=slurm_compute"], []):
+        run = playbook("slurm.yml", *extra)
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert "Stage slurm converges" in run.stdout, run.stdout[-4000:]
+        generate = task_output(run.stdout, "clusterdos.cluster.munge : Generate the cluster key once on the source host, and read it")
+        source = COMPUTE[0] if extra else CONTROLLER
+        assert re.search(rf"^ok: \[(?:\S+ -> )?{source}\]", generate, re.M), generate
+        assert sum(s["changed"] for s in recap(run.stdout).values()) == 0, recap(run.stdout)
+        assert {n: lab_host(n).check_output("sha256sum /etc/munge/munge.key") for n in GROUPS} == keys
+
+
 def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_converged(host, tmp_path):
     """site.yml (every stage, validation included) on the converged lab: its host preflight
     compares base's and Slurm's records on the controller, from what the run's first read of
