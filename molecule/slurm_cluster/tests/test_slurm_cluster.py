@@ -307,7 +307,7 @@ def test_a_binary_key_made_on_the_source_host_becomes_every_hosts_key(host):
     assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
 
 
-def test_another_source_host_keeps_the_cluster_key():
+def test_another_source_host_keeps_the_cluster_key(host):
     """munge_key_source_group naming another group (as when the controller that held the key
     is removed from the inventory and another host comes first): that host holds a copy of
     the generated key with the role's marker, so it reads the key back instead of generating
@@ -324,6 +324,7 @@ def test_another_source_host_keeps_the_cluster_key():
         assert re.search(rf"^ok: \[(?:\S+ -> )?{source}\]", generate, re.M), generate
         assert sum(s["changed"] for s in recap(run.stdout).values()) == 0, recap(run.stdout)
         assert {n: lab_host(n).check_output("sha256sum /etc/munge/munge.key") for n in GROUPS} == keys
+    assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
 
 
 def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_converged(host, tmp_path):
