@@ -80,6 +80,9 @@ def task_output(out: str, task: str) -> str:
     return sections[0]
 
 
+# The converge_stamp task where each host compares itself with its record (a round trip).
+COMPARE = "TASK [clusterdos.cluster.converge_stamp : Compare each host with its last converge (read-only)]"
+
 # Every job slurmdbd holds for the cluster, one `ID|STATE` line each.
 SACCT_JOBS = "sacct --noheader --parsable2 --allocations --starttime 2020-01-01 --format JobID,State"
 
@@ -236,7 +239,8 @@ def test_the_dbd_entry_point_alone_installs_its_own_packages(host):
 def test_a_re_run_takes_the_fast_path_and_a_drifted_host_converges_again(host):
     """The fast path (roles/converge_stamp), as users get it by default: converge.yml
     (base.yml + slurm.yml) again skips both stages after the preflight and the facts, and
-    changes nothing. A managed file edited by hand on one compute node makes slurm.yml
+    changes nothing; both answers come from the records the run's first read probed (no host
+    compares again). A managed file edited by hand on one compute node makes slurm.yml
     converge the stage again, naming what changed, and put the file back; the run after that
     takes the fast path again. A run limited to munge's tags runs munge's own package step
     and records nothing. (Molecule's own converge and idempotence steps ran with the fast
@@ -256,6 +260,10 @@ def test_a_re_run_takes_the_fast_path_and_a_drifted_host_converges_again(host):
     assert "Enable and start slurmd" not in fast.stdout and "TASK [clusterdos.cluster.munge :" not in fast.stdout
     # The preflight, the facts and the checks: under a third of a full converge's 298 task headers.
     assert len(re.findall(r"^TASK \[", fast.stdout, re.M)) < 100
+    # Both stages answered from the records the run's first read probed: no host compared
+    # again (base converged nothing before Slurm's compare).
+    compares = fast.stdout.split(COMPARE)[1:]
+    assert len(compares) == 2 and all("ok: [" not in c.split("\nTASK [")[0] for c in compares), fast.stdout[-6000:]
 
     compute = lab_host(node)
     before = compute.check_output(f"sha256sum {conf}")
@@ -264,6 +272,8 @@ def test_a_re_run_takes_the_fast_path_and_a_drifted_host_converges_again(host):
     assert repair.returncode == 0, repair.stdout[-4000:] + repair.stderr[-2000:]
     assert f"Stage slurm converges: {node}: /etc/slurm changed since the last converge" \
         in " ".join(repair.stdout.split()), repair.stdout[-4000:]
+    # slurm.yml alone: found in the first read's probes, no host compared again.
+    assert "ok: [" not in task_output(repair.stdout, COMPARE[len("TASK ["):-1])
     stats = recap(repair.stdout)
     assert stats[node]["changed"] > 0 and all(stats[n]["changed"] == 0 for n in GROUPS if n != node), stats
     assert compute.check_output(f"sha256sum {conf}") == before
@@ -337,7 +347,7 @@ def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_conver
     stand while base converges first, so the Slurm stage compares again in its own play,
     after base, and is skipped there (playbooks/tasks/stage_compare.yml, `after: [base]`)."""
     report = ["-e", json.dumps({"validate_report_dir": str(tmp_path / "report")})]
-    compare = "TASK [clusterdos.cluster.converge_stamp : Compare each host with its last converge (read-only)]"
+    compare = COMPARE
     # The lab was converged by converge.yml (base.yml + slurm.yml): site.yml's first run may
     # converge the stages that one does not run (shared storage, validation's report), but
     # base and Slurm are as their records say.
