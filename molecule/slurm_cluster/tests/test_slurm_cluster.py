@@ -337,6 +337,27 @@ def test_another_source_host_keeps_the_cluster_key(host):
     assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
 
 
+def test_the_sites_own_key_replaces_the_generated_one_and_stays(host):
+    """munge_key set (the site's key, from a vault): every host gets exactly its bytes and
+    munged restarts everywhere, so the role's credential check and jobs pass. Emptied again,
+    the source host's key (now the site's) stays the cluster's: nothing changes."""
+    site_key = "lab-only-site-munge-key-" + "0123456789abcdef" * 3
+    digest = subprocess.run(["sha256sum"], input=site_key.encode(), capture_output=True, check=True).stdout.split()[0].decode()
+    pids = {n: lab_host(n).check_output("systemctl show -p MainPID --value munge") for n in GROUPS}
+    run = playbook("slurm.yml", "-e", json.dumps({"munge_key": site_key}))
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    for name in GROUPS:
+        h = lab_host(name)
+        assert h.check_output("sha256sum /etc/munge/munge.key").split()[0] == digest, name
+        assert h.check_output("systemctl show -p MainPID --value munge") != pids[name], f"munged did not restart on {name}"
+    wait_for(lambda: set(node_states(host).values()) == {"idle"}, "every compute node idle")
+    assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+    back = playbook("slurm.yml")
+    assert back.returncode == 0, back.stdout[-4000:] + back.stderr[-2000:]
+    assert sum(s["changed"] for s in recap(back.stdout).values()) == 0, recap(back.stdout)
+    assert all(lab_host(n).check_output("sha256sum /etc/munge/munge.key").split()[0] == digest for n in GROUPS)
+
+
 def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_converged(host, tmp_path):
     """site.yml (every stage, validation included) on the converged lab: its host preflight
     compares base's and Slurm's records on the controller, from what the run's first read of
