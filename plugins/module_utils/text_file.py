@@ -140,10 +140,11 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
         if item.get("block") is not None:
             current = raw.decode("utf-8", errors="replace") if raw is not None else None
             item = dict(item, content=with_block(current, item["marker"], item["block"]))
-        data = item["content"] if item.get("content") is not None else base64.b64decode(item["content_base64"])
+        data = (item["content"].encode("utf-8") if item.get("content") is not None
+                else base64.b64decode(item["content_base64"]))
         changed, before = write_text(module, path, data, mode=int(item["mode"], 8), current=raw)
-        written[path] = data if isinstance(data, bytes) else data.encode("utf-8")
-        after = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+        written[path] = data
+        after = data.decode("utf-8", errors="replace")
         if os.path.isfile(path):
             changed = _attributes(module, path, item, changed)
         if changed:
