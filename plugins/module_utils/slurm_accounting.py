@@ -11,23 +11,33 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, 
 
 from ansible_collections.clusterdos.cluster.plugins.module_utils.slurm_config import conf_lines
 
-# The kinds sacctmgr lists, with the field that names each item.
-KINDS = (("cluster", "cluster"), ("qos", "name"), ("account", "account"), ("user", "user"))
+# What the plan reads from slurmdbd: the clusters and QOS (both shared by every cluster a
+# slurmdbd serves), and this cluster's associations, as `account|user` lines (an account's own
+# association has no user). Accounts and users are compared by association, not by name: an
+# account or user that another cluster of the same slurmdbd already has still needs its
+# association on this one (`sacctmgr add account|user ... cluster=` adds just that), and so
+# does a user the inventory puts in a second account.
+KINDS = ("cluster", "qos", "assoc")
 
 
-def show_argv(sacctmgr: str, kind: str, field: str) -> List[str]:
-    """The read-only command that lists the names of one kind, one per line."""
-    return [sacctmgr, "--noheader", "--parsable2", "show", kind, "format=%s" % field]
+def show_argv(sacctmgr: str, kind: str, cluster: str = "") -> List[str]:
+    """The read-only command that lists one KIND, one item per line (CLUSTER: whose associations)."""
+    fields = {"cluster": ["cluster", "format=cluster"], "qos": ["qos", "format=name"],
+              "assoc": ["assoc", "cluster=%s" % cluster.lower(), "format=account,user"]}[kind]
+    return [sacctmgr, "--noheader", "--parsable2", "show"] + fields
 
 
-def plan(known: Mapping[str, Set[str]], cluster: str, qos: Sequence[Mapping[str, Any]],
+def plan(known: Mapping[str, Set[Any]], cluster: str, qos: Sequence[Mapping[str, Any]],
          accounts: Sequence[Mapping[str, Any]], users: Sequence[Mapping[str, Any]],
          sacctmgr: str = "sacctmgr") -> List[Tuple[str, List[str]]]:
     """The (label, argv) of each `sacctmgr -i add` needed, in dependency order: the cluster,
-    QOS, accounts (on the cluster), users (in their accounts). KNOWN maps each kind to the
-    names slurmdbd lists; sacctmgr stores cluster, QOS and account names in lower case, so
-    those compare in lower case, user names as given."""
+    QOS, accounts (their association on the cluster), users (their association with their
+    account on the cluster). KNOWN maps "cluster" and "qos" to the names slurmdbd lists and
+    "assoc" to the cluster's (account, user) pairs, "" for an account's own; sacctmgr stores
+    cluster, QOS and account names in lower case, so those compare in lower case, user names
+    as given."""
     add = [sacctmgr, "-i", "add"]
+    assoc = known.get("assoc", set())
     out: List[Tuple[str, List[str]]] = []
     if cluster.lower() not in known.get("cluster", set()):
         out.append(("cluster %s" % cluster, add + ["cluster", cluster]))
@@ -35,13 +45,13 @@ def plan(known: Mapping[str, Set[str]], cluster: str, qos: Sequence[Mapping[str,
         if item["name"].lower() not in known.get("qos", set()):
             out.append(("qos %s" % item["name"], add + ["qos", item["name"]] + conf_lines(item.get("attributes") or {})))
     for item in accounts:
-        if item["name"].lower() not in known.get("account", set()):
+        if (item["name"].lower(), "") not in assoc:
             out.append(("account %s" % item["name"], add + [
                 "account", item["name"], "cluster=%s" % cluster,
                 "description=%s" % (item.get("description") or item["name"]),
                 "fairshare=%s" % item.get("fairshare", 1)]))
     for item in users:
-        if item["name"] not in known.get("user", set()):
+        if (item["account"].lower(), item["name"]) not in assoc:
             out.append(("user %s" % item["name"], add + [
                 "user", item["name"], "account=%s" % item["account"], "cluster=%s" % cluster]))
     return out
@@ -51,19 +61,25 @@ Result = Tuple[int, str, str]
 
 
 def known_names(run: Callable[[List[str]], Result], sacctmgr: str,
-                run_all: Optional[Callable[[List[List[str]]], List[Result]]] = None) -> Dict[str, Set[str]]:
-    """What slurmdbd holds, kind by kind; RUN(argv) -> (rc, stdout, stderr), one listing after
-    another, or RUN_ALL([argv, ...]) -> [(rc, stdout, stderr), ...] for all of them at once
-    (the module runs them side by side: four sacctmgr round trips to slurmdbd in the time of
-    one). Raises RuntimeError with sacctmgr's own message when slurmdbd cannot be asked."""
-    argvs = [show_argv(sacctmgr, kind, field) for kind, field in KINDS]
+                run_all: Optional[Callable[[List[List[str]]], List[Result]]] = None,
+                cluster: str = "") -> Dict[str, Set[Any]]:
+    """What slurmdbd holds, kind by kind (KINDS; CLUSTER's associations); RUN(argv) -> (rc,
+    stdout, stderr), one listing after another, or RUN_ALL([argv, ...]) -> [(rc, stdout,
+    stderr), ...] for all of them at once (the module runs them side by side: three sacctmgr
+    round trips to slurmdbd in the time of one). Raises RuntimeError with sacctmgr's own
+    message when slurmdbd cannot be asked."""
+    argvs = [show_argv(sacctmgr, kind, cluster) for kind in KINDS]
     results = run_all(argvs) if run_all is not None else [run(argv) for argv in argvs]
-    known: Dict[str, Set[str]] = {}
-    for (kind, _field), argv, (rc, out, err) in zip(KINDS, argvs, results):
+    known: Dict[str, Set[Any]] = {}
+    for kind, argv, (rc, out, err) in zip(KINDS, argvs, results):
         if rc != 0:
             raise RuntimeError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out).strip()))
-        names = {line.strip() for line in out.splitlines() if line.strip()}
-        known[kind] = names if kind == "user" else {n.lower() for n in names}
+        lines = [line.strip() for line in out.splitlines() if line.strip()]
+        if kind == "assoc":
+            pairs = (line.split("|", 1) + [""] for line in lines)
+            known[kind] = {(account.lower(), user) for account, user, *_rest in pairs}
+        else:
+            known[kind] = {name.lower() for name in lines}
     return known
 
 
@@ -73,7 +89,7 @@ def ensure(run: Callable[[List[str]], Result], params: Mapping[str, Any], check_
     returns the module's result. Where sacctmgr is not INSTALLED yet (check mode on a fresh
     host) everything is planned."""
     sacctmgr = params["sacctmgr"]
-    known = known_names(run, sacctmgr, run_all) if installed else {}
+    known = known_names(run, sacctmgr, run_all, params["cluster"]) if installed else {}
     steps = plan(known, params["cluster"], params["qos"], params["accounts"], params["users"], sacctmgr)
     added = [label for label, _argv in steps]
     if not check_mode:

@@ -358,6 +358,47 @@ def test_the_sites_own_key_replaces_the_generated_one_and_stays(host):
     assert all(lab_host(n).check_output("sha256sum /etc/munge/munge.key").split()[0] == digest for n in GROUPS)
 
 
+def test_a_new_cluster_name_stops_before_any_change_and_a_rename_gets_the_accounts(host):
+    """slurm_cluster_name changed on a running cluster: slurmctld's state holds the old name
+    and slurmctld would refuse to start under the new one (CLUSTER NAME MISMATCH). Before, the
+    run rewrote slurm.conf, registered the new name, restarted slurmctld into that refusal and
+    failed after a 60 s wait on its port, the cluster down. Now slurm.yml and site.yml both
+    stop in their host checks, naming the controller, both names and the fix, and nothing on
+    any host changes. Then the documented rename (slurmctld stopped, its clustername file
+    removed): the new cluster gets the scenario's account and user associations, although
+    slurmdbd already knows both from the old cluster (before, they were skipped by name and
+    the renamed cluster had only root's). Renamed back the same way at the end."""
+    ctl = lab_host(CONTROLLER)
+    state = "/var/lib/slurm/slurmctld"
+    conf = ctl.check_output("sha256sum /etc/slurm/slurm.conf")
+    pid = ctl.check_output("systemctl show -p MainPID --value slurmctld")
+    renamed = ["-e", "slurm_cluster_name=renamed"]
+    for book in ("slurm.yml", "site.yml"):
+        run = playbook(book, *renamed)
+        assert run.returncode != 0, run.stdout[-4000:]
+        flat = " ".join(run.stdout.split())
+        assert (f"{CONTROLLER}: slurm_cluster_name is 'renamed', but slurmctld's state in {state} belongs to cluster 'lab'"
+                in flat), run.stdout[-4000:]
+        assert f"Set slurm_cluster_name back to 'lab'; or, to rename the cluster" in flat and "Nothing was changed." in flat
+        assert sum(s["changed"] for s in recap(run.stdout).values()) == 0, recap(run.stdout)
+        assert "TASK [clusterdos.cluster.base :" not in run.stdout and "TASK [clusterdos.cluster.munge :" not in run.stdout
+    assert ctl.check_output("sha256sum /etc/slurm/slurm.conf") == conf
+    assert ctl.check_output("systemctl show -p MainPID --value slurmctld") == pid
+    clusters = "sacctmgr --noheader --parsable2 show cluster format=cluster"
+    assert host.check_output(clusters).split() == ["lab"]
+
+    for name, extra in (("renamed", renamed), ("lab", [])):
+        ctl.run_expect([0], f"systemctl stop slurmctld && rm {state}/clustername")
+        run = playbook("slurm.yml", *extra)
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert ctl.check_output(f"cat {state}/clustername") == name
+        assocs = host.check_output(f"sacctmgr --noheader --parsable2 show assoc cluster={name} format=account,user").split()
+        assert {"default|", "default|nobody"} <= set(assocs), assocs
+        wait_for(lambda: set(node_states(host).values()) == {"idle"}, "every compute node idle")
+        assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+    assert set(host.check_output(clusters).split()) == {"lab", "renamed"}
+
+
 def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_converged(host, tmp_path):
     """site.yml (every stage, validation included) on the converged lab: its host preflight
     compares base's and Slurm's records on the controller, from what the run's first read of

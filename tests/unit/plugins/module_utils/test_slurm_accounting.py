@@ -17,7 +17,8 @@ PARAMS = {"sacctmgr": "sacctmgr", "cluster": "Lab",
 
 
 def recorded(listing: dict, fail: set | None = None):
-    """A stand-in for sacctmgr: `show KIND` prints LISTING[KIND]; `add` records the call."""
+    """A stand-in for sacctmgr: `show KIND` prints LISTING[KIND] (for `show assoc`, whichever
+    cluster it names); `add` records the call."""
     calls = []
 
     def run(argv):
@@ -42,13 +43,30 @@ def test_fresh_slurmdbd_gets_everything_in_dependency_order():
 
 
 def test_what_exists_is_not_added_again_names_compare_as_slurmdbd_stores_them():
-    run, calls = recorded({"cluster": "lab\n", "qos": "normal\nhigh\n", "account": "default\nroot\n", "user": "root\n"})
+    run, calls = recorded({"cluster": "lab\n", "qos": "normal\nhigh\n", "assoc": "root|\nroot|root\nDefault|\n"})
     result = sa.ensure(run, PARAMS, check_mode=False)
     assert result["added"] == ["user nobody"]
-    run, calls = recorded({"cluster": "lab\n", "qos": "normal\nhigh\n", "account": "default\n", "user": "nobody\n"})
+    run, calls = recorded({"cluster": "lab\n", "qos": "normal\nhigh\n", "assoc": "default|\ndefault|nobody\n"})
     result = sa.ensure(run, PARAMS, check_mode=False)
     assert result == {"changed": False, "added": [], "diff": {}}
     assert all(c[1] != "-i" for c in calls)
+    # The associations are asked for this cluster's (its name as slurmdbd stores it).
+    assert ["sacctmgr", "--noheader", "--parsable2", "show", "assoc", "cluster=lab", "format=account,user"] in calls
+
+
+def test_an_account_or_user_another_cluster_has_still_gets_its_association_on_this_one():
+    """One slurmdbd, a second cluster: the account and user exist (on the first cluster), yet
+    this cluster's associations lack them, so both are added here (as found on a lab whose
+    cluster was renamed: the new name had only root's associations)."""
+    run, calls = recorded({"cluster": "lab\nother\n", "qos": "normal\nhigh\n", "assoc": "root|\nroot|root\n"})
+    assert sa.ensure(run, PARAMS, check_mode=False)["added"] == ["account default", "user nobody"]
+    # A user listed with a second account gets that association too.
+    params = dict(PARAMS, accounts=PARAMS["accounts"] + [{"name": "gpu"}],
+                  users=PARAMS["users"] + [{"name": "nobody", "account": "gpu"}])
+    run, calls = recorded({"cluster": "lab\n", "qos": "normal\nhigh\n", "assoc": "default|\ndefault|nobody\ngpu|\n"})
+    result = sa.ensure(run, params, check_mode=False)
+    assert result["added"] == ["user nobody"]
+    assert [c for c in calls if c[1] == "-i"] == [["sacctmgr", "-i", "add", "user", "nobody", "account=gpu", "cluster=Lab"]]
 
 
 def test_check_mode_lists_but_adds_nothing_and_plans_everything_where_sacctmgr_is_missing():
@@ -60,9 +78,9 @@ def test_check_mode_lists_but_adds_nothing_and_plans_everything_where_sacctmgr_i
 
 
 def test_listings_run_side_by_side_give_what_one_after_another_gives():
-    """RUN_ALL gets the four listings in one call (the module starts them at once); the plan
+    """RUN_ALL gets the three listings in one call (the module starts them at once); the plan
     and the adds are the same as with one listing after another."""
-    listing = {"cluster": "lab\n", "qos": "normal\n", "account": "", "user": ""}
+    listing = {"cluster": "lab\n", "qos": "normal\n", "assoc": ""}
     run, calls = recorded(listing)
     batches = []
 
@@ -70,12 +88,12 @@ def test_listings_run_side_by_side_give_what_one_after_another_gives():
         batches.append(argvs)
         return [run(argv) for argv in argvs]
     side_by_side = sa.ensure(run, PARAMS, check_mode=False, run_all=run_all)
-    assert len(batches) == 1 and [argv[4] for argv in batches[0]] == ["cluster", "qos", "account", "user"]
+    assert len(batches) == 1 and [argv[4] for argv in batches[0]] == ["cluster", "qos", "assoc"]
     run2, _ = recorded(listing)
     assert side_by_side == sa.ensure(run2, PARAMS, check_mode=False)
     assert side_by_side["added"] == ["qos high", "account default", "user nobody"]
     with pytest.raises(RuntimeError, match="show qos format=name failed .*Connection refused"):
-        sa.known_names(None, "sacctmgr", lambda argvs: [(0, "", "")] + [(1, "", "Connection refused")] * 3)
+        sa.known_names(None, "sacctmgr", lambda argvs: [(0, "", "")] + [(1, "", "Connection refused")] * 2)
 
 
 def test_a_failed_add_or_listing_says_which_and_why():
