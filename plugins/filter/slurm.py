@@ -133,6 +133,10 @@ def slurm_accounting_errors(qos: Any, accounts: Any, users: Any) -> list[str]:
     return sa.errors(qos, accounts, users)
 
 
+def slurm_up_nodes(lines: list[str]) -> list[str]:
+    return sc.up_nodes(lines)
+
+
 def slurm_started_from_stopped(result: Any) -> bool:
     return sc.started_from_stopped(result)
 
@@ -164,5 +168,6 @@ class FilterModule:
             "slurm_inventory_errors": slurm_inventory_errors,
             "slurm_cluster_wide_errors": slurm_cluster_wide_errors,
             "slurm_started_from_stopped": slurm_started_from_stopped,
+            "slurm_up_nodes": slurm_up_nodes,
             "slurm_reconfigure_needed": slurm_reconfigure_needed,
         }

@@ -385,6 +385,29 @@ def inventory_errors(*, groups: Mapping[str, list[str]], hostvars: Mapping[str, 
     return errors
 
 
+# sinfo's %T: a base state, then flag characters ("*" not responding, "~" powered off, "#"
+# powering up, "!" pending power down, "%" powering down, "$" maintenance reservation, "@"
+# pending reboot, "^" rebooting, "-" planned). These base states mean slurmd is not
+# registered and answering (a prefix: "fail" covers "failing", "inval" a node that registered
+# with a configuration slurmctld rejects).
+NOT_UP_STATES = ("down", "unknown", "future", "fail", "inval")
+
+
+def up_nodes(lines: Iterable[str]) -> list[str]:
+    """The nodes `sinfo --noheader --Node --format '%N %T'` LINES report up: slurmd registered
+    and answering. A node an administrator drained ("drained", "draining") or reserved is up:
+    its slurmd runs, it only takes no new jobs, which a converge must not change."""
+    up = []
+    for line in lines:
+        fields = str(line).split()
+        if len(fields) < 2:
+            continue
+        state = fields[1].lower()
+        if "*" not in state and not state.rstrip("*~#!%$@^-").startswith(NOT_UP_STATES) and fields[0] not in up:
+            up.append(fields[0])
+    return up
+
+
 def started_from_stopped(result: Any) -> bool:
     """Whether an "Enable and start" result (ansible.builtin.systemd_service, state=started) brought the
     daemon up from stopped: it changed, and the status it reports, read before the start, was inactive or

@@ -358,6 +358,26 @@ def test_the_sites_own_key_replaces_the_generated_one_and_stays(host):
     assert all(lab_host(n).check_output("sha256sum /etc/munge/munge.key").split()[0] == digest for n in GROUPS)
 
 
+def test_a_drained_node_stays_drained_and_the_converge_passes(host):
+    """A compute node an administrator drained (maintenance): a converge of the Slurm stage
+    (forced: clusterdos_fast_path=false) counts it up, since its slurmd answers, and leaves it
+    drained with its reason. Before, the wait for the node to be up accepted only idle, mixed,
+    allocated and completing: every converge failed the drained node after a minute."""
+    node = COMPUTE[0]
+    host.run_expect([0], f"scontrol update nodename={node} state=drain reason='disk swap'")
+    try:
+        run = playbook("slurm.yml", "-e", "clusterdos_fast_path=false")
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert all(r["failed"] == 0 for r in recap(run.stdout).values()), recap(run.stdout)
+        wait = task_output(run.stdout, "clusterdos.cluster.slurm : Wait until the controller sees this node up")
+        assert f"ok: [{node} -> {CONTROLLER}" in wait and "FAILED - RETRYING" not in wait, wait
+        assert host.check_output(f"sinfo --noheader --Node --nodes {node} --format '%T|%E'") == "drained|disk swap"
+    finally:
+        host.run_expect([0], f"scontrol update nodename={node} state=resume")
+    wait_for(lambda: set(node_states(host).values()) == {"idle"}, "every compute node idle")
+    assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+
+
 def test_a_new_cluster_name_stops_before_any_change_and_a_rename_gets_the_accounts(host):
     """slurm_cluster_name changed on a running cluster: slurmctld's state holds the old name
     and slurmctld would refuse to start under the new one (CLUSTER NAME MISMATCH). Before, the

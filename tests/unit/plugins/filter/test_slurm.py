@@ -166,3 +166,15 @@ def test_started_from_stopped(result, expected):
 )
 def test_reconfigure_needed(hostvars, configless, expected):
     assert F["slurm_reconfigure_needed"](list(hostvars), hostvars, ["ctl"], ["c1", "c2"], configless) is expected
+
+
+def test_up_nodes_counts_a_drained_node_and_not_a_silent_or_down_one():
+    """sinfo --Node '%N %T' lines: a node an administrator drained (or that is draining, or in a
+    maintenance reservation) runs slurmd and is up; one not responding (`*`), down, unknown,
+    failing or with a rejected registration (inval) is not. A node listed once per partition
+    counts once. compute.yml's wait and adding nodes both read it (found on a lab: a drained
+    node made every Slurm converge fail it after a minute's wait)."""
+    lines = ["c1 idle", "c2 drained", "c3 draining", "c4 mixed$", "c5 idle*", "c6 down*", "c7 drained*",
+             "c8 unknown", "c9 failing", "c10 inval", "c11 future", "c12 allocated", "c2 drained", "", "c13"]
+    assert F["slurm_up_nodes"](lines) == ["c1", "c2", "c3", "c4", "c12"]
+    assert F["slurm_up_nodes"]([]) == []
