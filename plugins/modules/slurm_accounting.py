@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - Lists what slurmdbd holds with C(sacctmgr show) (clusters, QOS, and the cluster's associations), then adds what is
     missing with C(sacctmgr -i add), in dependency order. One round trip where a task per kind took five.
-  - Accounts and users are compared by their association on O(cluster): an account or user that another cluster of the
+  - Accounts and users are compared by their association on O(cluster). An account or user that another cluster of the
     same slurmdbd already has still gets its association on this one, and a user gets one with each account it is
     listed with.
   - Only adds. An item that exists is left as it is (QOS attributes, an account's description and fair share apply when
