@@ -378,6 +378,36 @@ def test_a_drained_node_stays_drained_and_the_converge_passes(host):
     assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
 
 
+def test_a_run_limited_to_one_node_writes_the_clusters_slurm_conf(host, tmp_path):
+    """`slurm.yml --limit <node>,localhost`, the usual repair of one node (its slurmd stopped
+    here): the node gets the same slurm.conf as the controller, the other compute node's line
+    taken from the hardware the primary controller saved (read there although the limit leaves
+    it out), and slurmd runs again. Before, the other node got a guessed line (one CPU, no
+    memory) in this node's copy. A compute node outside the limit that has no saved record
+    (one the inventory gained) stops the run with nothing changed."""
+    node = COMPUTE[-1]
+    ctl = lab_host(CONTROLLER)
+    compute = lab_host(node)
+    conf = ctl.check_output("sha256sum /etc/slurm/slurm.conf").split()[0]
+    compute.run_expect([0], "systemctl stop slurmd")
+    run = playbook("slurm.yml", "--limit", f"{node},localhost")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert compute.check_output("sha256sum /etc/slurm/slurm.conf").split()[0] == conf
+    assert compute.service("slurmd").is_running
+    wait_for(lambda: set(node_states(host).values()) == {"idle"}, "every compute node idle")
+
+    extra = tmp_path / "more.yml"
+    extra.write_text(yaml.safe_dump({"slurm_compute": {"hosts": {"slurm-c9": {
+        "ansible_host": "10.213.225.99", "clusterdos_node_ip": "10.213.225.99"}}}}))
+    refused = playbook("slurm.yml", "-i", str(extra), "--limit", f"{node},localhost")
+    assert refused.returncode != 0, refused.stdout[-4000:]
+    flat = " ".join(refused.stdout.split())
+    assert ("slurm.conf lists every compute node, and this run (--limit) leaves out slurm-c9, whose hardware it does not "
+            f"probe and the primary controller {CONTROLLER} has no record of") in flat, refused.stdout[-4000:]
+    assert sum(s["changed"] for s in recap(refused.stdout).values()) == 0, recap(refused.stdout)
+    assert compute.check_output("sha256sum /etc/slurm/slurm.conf").split()[0] == conf
+
+
 def test_a_new_cluster_name_stops_before_any_change_and_a_rename_gets_the_accounts(host):
     """slurm_cluster_name changed on a running cluster: slurmctld's state holds the old name
     and slurmctld would refuse to start under the new one (CLUSTER NAME MISMATCH). Before, the
