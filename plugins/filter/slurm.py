@@ -25,6 +25,8 @@ description:
     C(scontrol reconfigure) reaches a daemon that has not read the files the play changed (a login host's
     files never call for it; a daemon started from stopped has read them; configless, a controller's
     change always does).
+  - C(slurm_up_nodes) reads C(sinfo --noheader --Node --format '%N %T') lines and returns the nodes slurmctld has
+    registered and answering (a drained or draining node included; down, not responding, failing or C(inval) not).
   - C(slurm_accounting_errors) checks the shape of C(slurm_accounting_qos), C(slurm_accounting_accounts) and
     C(slurm_accounting_users) (module_utils.slurm_accounting).
 options:

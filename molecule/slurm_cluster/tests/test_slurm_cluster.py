@@ -408,6 +408,30 @@ def test_a_run_limited_to_one_node_writes_the_clusters_slurm_conf(host, tmp_path
     assert compute.check_output("sha256sum /etc/slurm/slurm.conf").split()[0] == conf
 
 
+def test_a_later_sysctl_file_that_overrides_the_roles_stops_base(host):
+    """A site file that systemd applies after the base role's drop-in sets one of its keys to
+    another value (here net.ipv4.ip_forward = 0 in 99-site.conf, applied as a boot would):
+    base.yml notices the drifted running value, converges, and stops on that host before
+    setting it, naming the file, the key and both values. Before, it set the running value
+    back and the next boot undid it, every time. With the file gone, base sets it again."""
+    node = COMPUTE[0]
+    compute = lab_host(node)
+    site = "/etc/sysctl.d/99-site.conf"
+    compute.run_expect([0], f"echo 'net.ipv4.ip_forward = 0' > {site} && sysctl -q -p {site}")
+    try:
+        run = playbook("base.yml")
+        assert run.returncode != 0, run.stdout[-4000:]
+        flat = " ".join(run.stdout.split())
+        assert (f"{node}: {site} sets net.ipv4.ip_forward = 0, and systemd applies it after /etc/sysctl.d/90-clusterdos.conf "
+                "(net.ipv4.ip_forward = 1): the host would boot with 0.") in flat, run.stdout[-4000:]
+        assert recap(run.stdout)[node]["failed"] == 1 and compute.sysctl("net.ipv4.ip_forward") == 0
+    finally:
+        compute.run_expect([0], f"rm -f {site}")
+    again = playbook("base.yml")
+    assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
+    assert compute.sysctl("net.ipv4.ip_forward") == 1
+
+
 def test_a_new_cluster_name_stops_before_any_change_and_a_rename_gets_the_accounts(host):
     """slurm_cluster_name changed on a running cluster: slurmctld's state holds the old name
     and slurmctld would refuse to start under the new one (CLUSTER NAME MISMATCH). Before, the
