@@ -4,7 +4,8 @@
 host still holds what it converged (docs/performance.md, "The fast path").
 
 A stage (base, Slurm) ends by recording on each host the digest of its inputs and the
-state of what its roles manage (file checksums, services, runtime sysctls). A later run
+state of what its roles manage (file checksums, modes and owners, services, runtime
+sysctls). A later run
 computes the digest again and probes the host; where every host of the stage reports the
 same digest and no drift, the stage has nothing to do and is skipped.
 
@@ -23,9 +24,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-RECORD_VERSION = 1
+# 2: a file's state holds its mode and owner with its checksum.
+RECORD_VERSION = 2
 
 # Facts the roles of a recorded stage read (templates, node records, package choices).
 FACT_KEYS: Tuple[str, ...] = (
@@ -176,14 +179,20 @@ def record_path(directory: str, stage: str) -> str:
     return os.path.join(directory, f"{stage}.json")
 
 
+def _owner_mode(st: os.stat_result) -> str:
+    return "%04o:%d:%d" % (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+
+
 def file_state(path: str) -> Optional[str]:
-    """sha256 of a file, of a directory's files (names and contents, recursively), or None
-    when the path does not exist."""
+    """sha256 of a file with its mode and owner, of a directory's files (names, contents,
+    modes and owners, recursively, the directory's own too), or None when the path does not
+    exist. A key made world-readable, or handed to another owner, has drifted as much as
+    one rewritten."""
     if os.path.isfile(path):
         with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+            return hashlib.sha256(handle.read()).hexdigest() + ":" + _owner_mode(os.stat(path))
     if os.path.isdir(path):
-        digest = hashlib.sha256()
+        digest = hashlib.sha256(_owner_mode(os.stat(path)).encode("ascii"))
         for dirpath, dirnames, filenames in os.walk(path):
             dirnames.sort()
             for name in sorted(filenames):
@@ -192,6 +201,7 @@ def file_state(path: str) -> Optional[str]:
                 if os.path.isfile(full):
                     with open(full, "rb") as handle:
                         digest.update(hashlib.sha256(handle.read()).digest())
+                    digest.update(_owner_mode(os.stat(full)).encode("ascii"))
         return "dir:" + digest.hexdigest()
     return None
 

@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - The fast path of a re-run (docs/performance.md, "The fast path"). A stage (base, Slurm) records on each
     host, once it converged, the digest of its inputs and the state of what its roles manage there (file
-    checksums, the services that must be active, runtime sysctl values).
+    checksums, modes and owners, the services that must be active, runtime sysctl values).
   - O(state=digest) runs on the controller only (the action plugin), once per play (run it with C(run_once));
     it computes the stage's digest over every host of the play from the collection's content, each host's
     inventory variables with one of O(prefixes) (templated), the facts the roles read, its groups and address.
@@ -62,7 +62,7 @@ options:
     elements: str
     default: []
   paths:
-    description: With O(state=record), files and directories the stage manages on the host (checksums recorded).
+    description: With O(state=record), files and directories the stage manages on the host (checksums, modes and owners recorded).
     type: list
     elements: path
     default: []

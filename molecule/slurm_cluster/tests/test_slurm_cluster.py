@@ -358,6 +358,22 @@ def test_the_sites_own_key_replaces_the_generated_one_and_stays(host):
     assert all(lab_host(n).check_output("sha256sum /etc/munge/munge.key").split()[0] == digest for n in GROUPS)
 
 
+def test_a_key_made_world_readable_is_drift_and_converges_back(host):
+    """munge.key chmod 0644 by hand on one compute node (same bytes): the converge record
+    keeps each managed file's mode and owner with its checksum, so slurm.yml does not take
+    the fast path but converges the stage, naming the key, and puts 0400 munge:munge back.
+    Before, the record held checksums alone and the stage was skipped, the key left readable
+    by every user."""
+    node = COMPUTE[-1]
+    compute = lab_host(node)
+    compute.run_expect([0], "chmod 0644 /etc/munge/munge.key")
+    run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert f"{node}: /etc/munge/munge.key changed since the last converge" in " ".join(run.stdout.split()), run.stdout[-4000:]
+    key = compute.file("/etc/munge/munge.key")
+    assert (key.mode, key.user, key.group) == (0o400, "munge", "munge")
+
+
 def test_a_drained_node_stays_drained_and_the_converge_passes(host):
     """A compute node an administrator drained (maintenance): a converge of the Slurm stage
     (forced: clusterdos_fast_path=false) counts it up, since its slurmd answers, and leaves it

@@ -108,6 +108,29 @@ def test_drift_names_each_difference(tmp_path: Path):
                        "sysctl vm.swappiness is '60', converged as '1'"]
 
 
+def test_a_file_whose_mode_changed_has_drifted_though_its_content_has_not(tmp_path: Path):
+    """A key made world-readable by hand (found on a lab: munge.key chmod 0644 and the fast
+    path still skipped the stage) drifts, file and directory alike; so does a new owner."""
+    keydir = tmp_path / "munge"
+    keydir.mkdir(mode=0o700)
+    key = keydir / "munge.key"
+    key.write_bytes(b"secret")
+    key.chmod(0o400)
+    record = cs.build_record("slurm", "d1", [str(key), str(keydir)], [], {})
+    fine = {"active": lambda units: {}, "sysctl_of": lambda key: None}
+    assert cs.drift(record, "d1", **fine) == []
+    key.chmod(0o644)
+    assert cs.drift(record, "d1", **fine) == [f"{keydir} changed since the last converge",
+                                              f"{key} changed since the last converge"]
+    key.chmod(0o400)
+    keydir.chmod(0o755)
+    assert cs.drift(record, "d1", **fine) == [f"{keydir} changed since the last converge"]
+    keydir.chmod(0o700)
+    assert cs.drift(record, "d1", **fine) == []
+    owner = cs.file_state(str(key))
+    assert owner.endswith(":0400:%d:%d" % (key.stat().st_uid, key.stat().st_gid))
+
+
 def test_a_changed_digest_names_what_changed():
     before = {"collection": "c1", "hosts": {"ctl": "a", "c1": "b", "c2": "c"}}
     assert cs.input_changes(before, {"collection": "c2", "hosts": {"ctl": "a", "c1": "B", "c3": "d"}}) == [
