@@ -54,8 +54,8 @@ def zookeeper_stand_in():
     srv.server_close()
 
 
-def _validate(tmp_path: Path, port: int, extra: dict,
-              progress_host: str = "zk1") -> tuple[subprocess.CompletedProcess, dict, str]:
+def _validate(tmp_path: Path, port: int, extra: dict, progress_host: str = "zk1",
+              *args: str) -> tuple[subprocess.CompletedProcess, dict, str]:
     python = os.environ.get("PYTHON", "/usr/bin/python3")
     inventory = {"all": {
         "hosts": {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": python}},
@@ -74,7 +74,7 @@ def _validate(tmp_path: Path, port: int, extra: dict,
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"),
                ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0")
     proc = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(tmp_path / "inventory.yml"),
-                           str(tmp_path / "play.yml"), "-e", json.dumps(extra)],
+                           str(tmp_path / "play.yml"), "-e", json.dumps(extra), *args],
                           capture_output=True, text=True, env=env, check=False, cwd=tmp_path, timeout=600)
     doc = json.loads((tmp_path / "report" / "validation.json").read_text()) if (
         tmp_path / "report" / "validation.json").exists() else {}
@@ -120,3 +120,17 @@ def test_validate_playbook_fails_a_zookeeper_stand_in_without_quorum(tmp_path, z
     assert [c["name"] for c in doc["checks"]] == ["clusterd.zookeeper"]
     assert '<g class="node failed" data-node="zk1">' in html
     assert doc["releases"] == PROGRESS
+
+
+def test_a_dry_run_reports_failed_checks_without_failing(tmp_path, zookeeper_stand_in):
+    """--check (site.yml's dry run on hosts not built yet fails the read-only checks by design):
+    strict mode does not fail the run, the summary still counts the failure, and no report
+    file is written."""
+    zookeeper_stand_in.answer = NO_QUORUM
+    port = zookeeper_stand_in.server_address[1]
+    proc, doc, _html = _validate(tmp_path, port, {"validate_checks": ["clusterd.zookeeper"], "validate_strict": True},
+                                 "localhost", "--check")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    flat = " ".join(proc.stdout.split())
+    assert "0 passed, 1 failed, 0 skipped" in flat and "(check mode: failed checks do not fail a dry run" in flat, flat[-3000:]
+    assert "validation checks failed" not in proc.stdout and doc == {}
