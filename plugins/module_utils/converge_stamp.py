@@ -183,14 +183,20 @@ def _owner_mode(st: os.stat_result) -> str:
     return "%04o:%d:%d" % (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
 
 
+def _content_and_owner(path: str) -> Tuple[bytes, str]:
+    """A file's sha256 (raw) and its mode and owner."""
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).digest(), _owner_mode(os.stat(path))
+
+
 def file_state(path: str) -> Optional[str]:
     """sha256 of a file with its mode and owner, of a directory's files (names, contents,
     modes and owners, recursively, the directory's own too), or None when the path does not
     exist. A key made world-readable, or handed to another owner, has drifted as much as
     one rewritten."""
     if os.path.isfile(path):
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest() + ":" + _owner_mode(os.stat(path))
+        content, owner = _content_and_owner(path)
+        return content.hex() + ":" + owner
     if os.path.isdir(path):
         digest = hashlib.sha256(_owner_mode(os.stat(path)).encode("ascii"))
         for dirpath, dirnames, filenames in os.walk(path):
@@ -199,9 +205,9 @@ def file_state(path: str) -> Optional[str]:
                 full = os.path.join(dirpath, name)
                 digest.update(os.path.relpath(full, path).encode("utf-8") + b"\0")
                 if os.path.isfile(full):
-                    with open(full, "rb") as handle:
-                        digest.update(hashlib.sha256(handle.read()).digest())
-                    digest.update(_owner_mode(os.stat(full)).encode("ascii"))
+                    content, owner = _content_and_owner(full)
+                    digest.update(content)
+                    digest.update(owner.encode("ascii"))
         return "dir:" + digest.hexdigest()
     return None
 

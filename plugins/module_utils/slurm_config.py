@@ -391,6 +391,7 @@ def inventory_errors(*, groups: Mapping[str, list[str]], hostvars: Mapping[str, 
 # registered and answering (a prefix: "fail" covers "failing", "inval" a node that registered
 # with a configuration slurmctld rejects).
 NOT_UP_STATES = ("down", "unknown", "future", "fail", "inval")
+SINFO_STATE_FLAGS = "*~#!%$@^-"
 
 
 def up_nodes(lines: Iterable[str]) -> list[str]:
@@ -403,7 +404,7 @@ def up_nodes(lines: Iterable[str]) -> list[str]:
         if len(fields) < 2:
             continue
         state = fields[1].lower()
-        if "*" not in state and not state.rstrip("*~#!%$@^-").startswith(NOT_UP_STATES) and fields[0] not in up:
+        if "*" not in state and not state.rstrip(SINFO_STATE_FLAGS).startswith(NOT_UP_STATES) and fields[0] not in up:
             up.append(fields[0])
     return up
 

@@ -10,6 +10,8 @@ import os
 import re
 from typing import Any, Dict, List, Mapping, Tuple
 
+from ansible_collections.clusterdos.cluster.plugins.module_utils.converge_stamp import normalise_sysctl
+
 _HEADER = re.compile(r"^# (/\S+\.conf)$")
 
 
@@ -39,7 +41,7 @@ def later_assignments(cat_config: str, own_file: str) -> Dict[str, Tuple[str, st
         if not text or text[0] in "#;" or "=" not in text or os.path.basename(source) <= own:
             continue
         key, value = text.split("=", 1)
-        out[_key(key)] = (" ".join(value.split()), source)
+        out[_key(key)] = (normalise_sysctl(value), source)
     return out
 
 
@@ -49,7 +51,7 @@ def overrides(cat_config: str, wanted: Mapping[str, Any], own_file: str) -> List
     later = later_assignments(cat_config, own_file)
     found = []
     for key in sorted(wanted):
-        want = " ".join(str(wanted[key]).split())
+        want = normalise_sysctl(wanted[key])
         if key in later and later[key][0] != want:
             found.append({"key": key, "value": later[key][0], "wanted": want, "file": later[key][1]})
     return found

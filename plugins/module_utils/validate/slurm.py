@@ -10,6 +10,7 @@ import re
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from ansible_collections.clusterdos.cluster.plugins.module_utils.slurm_config import SINFO_STATE_FLAGS
 from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.core import (
     Check,
     CheckFailed,
@@ -19,10 +20,8 @@ from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.core i
     Runner,
 )
 
-# sinfo appends a flag to the state: * not responding, ~ powered off, # powering up,
-# ! pending power down, % powering down, $ maintenance, @ pending reboot, ^ rebooting,
-# - planned by the backfill scheduler. Any flag but '-' means trouble.
-_STATE_FLAGS = "*~#!%$@^-"
+# sinfo appends a flag to the state (slurm_config.SINFO_STATE_FLAGS says which); here any
+# flag but '-' (planned by the backfill scheduler) means trouble.
 _GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:(,]+)?:(\d+)")
 
 
@@ -139,7 +138,7 @@ def check_node_states(ctx: SlurmContext) -> str:
         if state is None:
             problems.append("%s: not in sinfo" % node)
             continue
-        base = state.rstrip(_STATE_FLAGS)
+        base = state.rstrip(SINFO_STATE_FLAGS)
         if base not in ctx.states or (state != base and not state.endswith("-")):
             problems.append("%s: %s" % (node, state))
     if problems:
