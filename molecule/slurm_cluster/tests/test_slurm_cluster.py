@@ -649,9 +649,13 @@ def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
 def test_a_change_only_a_restart_applies_restarts_the_running_daemons(host):
     """A first converge starts slurmdbd, slurmctld and slurmd from stopped and does not
     restart them again for the files written before that start; a daemon that is running
-    does restart when a change needs it. Here a restart-only slurm.conf key (TaskPlugin)
-    and a slurmdbd.conf setting change, then change back: each run restarts slurmdbd,
-    slurmctld and every slurmd, and the cluster runs jobs after each."""
+    does restart when a change needs it. Here a restart-only slurm.conf key and a
+    slurmdbd.conf setting change, then change back: each run restarts slurmdbd, slurmctld
+    and every slurmd, the running slurmctld reports the new value, and the cluster runs jobs
+    after each. The key is SchedulerType, which `scontrol reconfigure` refuses ("requires
+    restart of the slurmctld daemon"): before it was among the restart-only keys, the run
+    failed in the reconfigure with slurm.conf written, and the next runs left the old
+    scheduler running with changed=0."""
     ctl = lab_host(CONTROLLER)
     lab_conf = yaml.safe_load((SCENARIO / "inventory" / "group_vars" / "all.yml").read_text())["slurm_config"]
 
@@ -659,8 +663,8 @@ def test_a_change_only_a_restart_applies_restarts_the_running_daemons(host):
         out = {d: ctl.check_output(f"systemctl show --property MainPID --value {d}") for d in ("slurmdbd", "slurmctld")}
         return out | {n: lab_host(n).check_output("systemctl show --property MainPID --value slurmd") for n in COMPUTE}
 
-    changed = {"slurm_config": dict(lab_conf, TaskPlugin="task/none"), "slurm_dbd_config": {"DebugLevel": "verbose"}}
-    for extra in (["-e", json.dumps(changed)], []):
+    changed = {"slurm_config": dict(lab_conf, SchedulerType="sched/builtin"), "slurm_dbd_config": {"DebugLevel": "verbose"}}
+    for extra, scheduler in ((["-e", json.dumps(changed)], "sched/builtin"), ([], "sched/backfill")):
         before = pids()
         run = playbook("slurm.yml", *extra)
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
@@ -670,9 +674,11 @@ def test_a_change_only_a_restart_applies_restarts_the_running_daemons(host):
                 run.stdout[-6000:]
         after = pids()
         assert all(after[k] != before[k] and after[k] != "0" for k in before), (before, after)
+        running = dict(re.findall(r"^(\w+)\s+= (.*)$", ctl.check_output("scontrol show config"), re.M))
+        assert running["SchedulerType"] == scheduler, running.get("SchedulerType")
         wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "both compute nodes idle")
         assert sorted(host.check_output("srun --nodes=2 --ntasks-per-node=1 hostname").split()) == COMPUTE
-    assert "TaskPlugin=task/affinity" in ctl.file("/etc/slurm/slurm.conf").content_string
+    assert "SchedulerType=sched/backfill" in ctl.file("/etc/slurm/slurm.conf").content_string
 
 
 def test_add_compute_node_while_a_job_runs(host):
