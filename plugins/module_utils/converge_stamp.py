@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import stat
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 # 2: a file's state holds its mode and owner with its checksum.
 RECORD_VERSION = 2
@@ -259,7 +259,8 @@ def state_drift(record: Mapping[str, Any], active: Callable[[List[str]], Dict[st
     services = list(record.get("services") or [])
     if services:
         states = active(services)
-        reasons.extend(f"service {s} is not active" for s in services if not states.get(s, False))
+        reasons.extend(f"service {s} {service_problem(states.get(s, False))}" for s in services
+                       if states.get(s, False) is not True)
     for key, expected in sorted((record.get("sysctls") or {}).items()):
         now = sysctl_of(key)
         if now != expected:
@@ -346,16 +347,46 @@ def check_stages(stages: Iterable[Any], directory: str,
     return answers
 
 
-def systemd_active(module: Any) -> Callable[[List[str]], Dict[str, bool]]:
-    """ACTIVE for drift() and probe_directory() on a host: `systemctl is-active` of every unit
-    in one call through MODULE (an AnsibleModule); no systemctl, no unit active."""
-    def active(units: List[str]) -> Dict[str, bool]:
+# A unit file state that does not start the unit at boot, although it may run now (an admin's
+# `systemctl disable` or `mask`): the record's services were enabled by the converge.
+NOT_STARTED_AT_BOOT = ("disabled", "masked", "masked-runtime", "linked", "linked-runtime", "bad")
+
+
+def service_problem(state: Union[bool, str]) -> str:
+    """How a recorded service differs from what the converge left, from ACTIVE's answer for it:
+    False (not active) or a reason of its own."""
+    return state if isinstance(state, str) else "is not active"
+
+
+def unit_states(show: str, units: List[str]) -> Dict[str, Union[bool, str]]:
+    """ACTIVE's answer from `systemctl show --property=ActiveState,UnitFileState -- UNITS`
+    (SHOW, one block of KEY=VALUE lines per unit, in order, blank lines between): True where the
+    unit is active and starts at boot, else why not. A unit with no block is not active."""
+    blocks = [dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+              for block in show.strip().split("\n\n")] if show.strip() else []
+    answers: Dict[str, Union[bool, str]] = {}
+    for i, unit in enumerate(units):
+        props = blocks[i] if i < len(blocks) else {}
+        file_state = props.get("UnitFileState", "")
+        if props.get("ActiveState") != "active":
+            answers[unit] = False
+        elif file_state in NOT_STARTED_AT_BOOT:
+            answers[unit] = f"is {file_state}: it would not start at boot"
+        else:
+            answers[unit] = True
+    return answers
+
+
+def systemd_active(module: Any) -> Callable[[List[str]], Dict[str, Union[bool, str]]]:
+    """ACTIVE for drift() and probe_directory() on a host: each unit's active and unit file
+    state (unit_states), every unit in one `systemctl show` through MODULE (an AnsibleModule);
+    no systemctl, no unit active."""
+    def active(units: List[str]) -> Dict[str, Union[bool, str]]:
         systemctl = module.get_bin_path("systemctl")
         if not systemctl:
             return {u: False for u in units}
-        _rc, out, _err = module.run_command([systemctl, "is-active", "--", *units])
-        lines = out.splitlines()
-        return {u: (lines[i].strip() == "active" if i < len(lines) else False) for i, u in enumerate(units)}
+        _rc, out, _err = module.run_command([systemctl, "show", "--property=ActiveState,UnitFileState", "--", *units])
+        return unit_states(out, units)
     return active
 
 

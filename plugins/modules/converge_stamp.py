@@ -12,7 +12,7 @@ version_added: 0.1.0
 description:
   - The fast path of a re-run (docs/performance.md, "The fast path"). A stage (base, Slurm) records on each
     host, once it converged, the digest of its inputs and the state of what its roles manage there (file
-    checksums, modes and owners, the services that must be active, runtime sysctl values).
+    checksums, modes and owners, the services that must be active and start at boot, runtime sysctl values).
   - O(state=digest) runs on the controller only (the action plugin), once per play (run it with C(run_once));
     it computes the stage's digest over every host of the play from the collection's content, each host's
     inventory variables with one of O(prefixes) (templated), the facts the roles read, its groups and address.
@@ -67,7 +67,7 @@ options:
     elements: path
     default: []
   services:
-    description: With O(state=record), the services that must be active on the host.
+    description: With O(state=record), the services that must be active on the host and enabled (a disabled or masked one has drifted).
     type: list
     elements: str
     default: []

@@ -374,6 +374,24 @@ def test_a_key_made_world_readable_is_drift_and_converges_back(host):
     assert (key.mode, key.user, key.group) == (0o400, "munge", "munge")
 
 
+def test_daemons_disabled_while_running_are_drift_and_enabled_again(host):
+    """`systemctl disable munge slurmd` on one compute node, both left running: the node would
+    come back from its next boot without them. The record's service probe reads each unit's
+    boot state with its active state, so slurm.yml does not take the fast path but converges
+    the stage, naming both, and enables them again. Before, only the active state was read
+    and the stage was skipped as "as its last converge left it"."""
+    node = COMPUTE[0]
+    compute = lab_host(node)
+    compute.run_expect([0], "systemctl disable munge slurmd")
+    run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    flat = " ".join(run.stdout.split())
+    for unit in ("munge", "slurmd"):
+        assert f"service {unit} is disabled: it would not start at boot" in flat, run.stdout[-4000:]
+        assert compute.service(unit).is_enabled and compute.service(unit).is_running
+    assert set(host.check_output(f"srun -w {node} hostname").split()) == {node}
+
+
 def test_a_drained_node_stays_drained_and_the_converge_passes(host):
     """A compute node an administrator drained (maintenance): a converge of the Slurm stage
     (forced: clusterdos_fast_path=false) counts it up, since its slurmd answers, and leaves it

@@ -108,6 +108,29 @@ def test_drift_names_each_difference(tmp_path: Path):
                        "sysctl vm.swappiness is '60', converged as '1'"]
 
 
+def test_a_service_disabled_or_masked_while_running_has_drifted():
+    """Found on a lab: `systemctl disable munge slurmd` on a compute node (both still running)
+    and the fast path skipped the Slurm stage, so the node would come back from its next boot
+    without them. A running service that would not start at boot is drift, with its state
+    named; one that is static or generated (no [Install] to enable) is not."""
+    show = ("ActiveState=active\nUnitFileState=disabled\n\n"
+            "UnitFileState=masked\nActiveState=active\n\n"
+            "ActiveState=active\nUnitFileState=enabled\n\n"
+            "ActiveState=active\nUnitFileState=static\n\n"
+            "ActiveState=failed\nUnitFileState=enabled\n\n"
+            "ActiveState=inactive\nUnitFileState=\n")
+    units = ["munge", "slurmd", "chrony", "dbus", "slurmctld", "nosuch", "missing"]
+    states = cs.unit_states(show, units)
+    assert states == {"munge": "is disabled: it would not start at boot", "slurmd": "is masked: it would not start at boot",
+                      "chrony": True, "dbus": True, "slurmctld": False, "nosuch": False, "missing": False}
+    assert cs.unit_states("", ["munge"]) == {"munge": False}
+    record = cs.build_record("slurm", "d1", [], units, {})
+    assert cs.drift(record, "d1", active=lambda wanted: {u: states[u] for u in wanted}) == [
+        "service missing is not active",
+        "service munge is disabled: it would not start at boot", "service nosuch is not active",
+        "service slurmctld is not active", "service slurmd is masked: it would not start at boot"]
+
+
 def test_a_file_whose_mode_changed_has_drifted_though_its_content_has_not(tmp_path: Path):
     """A key made world-readable by hand (found on a lab: munge.key chmod 0644 and the fast
     path still skipped the stage) drifts, file and directory alike; so does a new owner."""
