@@ -672,8 +672,9 @@ def test_a_change_only_a_restart_applies_restarts_the_running_daemons(host):
     and every slurmd, the running slurmctld reports the new value, and the cluster runs jobs
     after each. The key is SchedulerType, which `scontrol reconfigure` refuses ("requires
     restart of the slurmctld daemon"): before it was among the restart-only keys, the run
-    failed in the reconfigure with slurm.conf written, and the next runs left the old
-    scheduler running with changed=0."""
+    failed in the reconfigure with slurm.conf written, the next run failed the same way,
+    and with every file then written no later run restarted slurmctld: the old scheduler
+    stayed."""
     ctl = lab_host(CONTROLLER)
     lab_conf = yaml.safe_load((SCENARIO / "inventory" / "group_vars" / "all.yml").read_text())["slurm_config"]
 
