@@ -4,7 +4,9 @@
 # requirements ansible-test pins for it (installed from PyPI on first use).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-work="${SANITY_WORKDIR:-/tmp/clusterdos-sanity}"
+# One work directory per checkout: two checkouts checked side by side (a CI clone and a
+# working tree) each rebuilt the other's copy under it, and one of them failed.
+work="${SANITY_WORKDIR:-/tmp/clusterdos-sanity-$(printf '%s' "$here" | sha1sum | cut -c1-12)}"
 dest="$work/ansible_collections/clusterdos/cluster"
 rm -rf "$dest"; mkdir -p "$dest"
 cd "$here"
