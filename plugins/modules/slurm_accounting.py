@@ -7,7 +7,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_accounting
-short_description: Add the cluster, QOS, accounts and users slurmdbd is missing, in one call
+short_description: Add the cluster, QOS, accounts and users slurmdbd is missing, and set accounts' fair share, in one call
 version_added: 0.1.0
 description:
   - Lists what slurmdbd holds with C(sacctmgr show) (clusters, QOS, and the cluster's associations), then adds what is
@@ -15,8 +15,10 @@ description:
   - Accounts and users are compared by their association on O(cluster). An account or user that another cluster of the
     same slurmdbd already has still gets its association on this one, and a user gets one with each account it is
     listed with.
-  - Only adds. An item that exists is left as it is (QOS attributes, an account's description and fair share apply when
-    it is created), and nothing is removed.
+  - An account that exists on O(cluster) and is given a C(fairshare) gets that fair share where slurmdbd holds another
+    (C(sacctmgr -i modify account)); one given none keeps what slurmdbd holds. Other attributes of an item that exists
+    are left as they are (QOS attributes and an account's description apply when it is created), and nothing is
+    removed.
   - Runs where C(sacctmgr) reaches slurmdbd (the Slurm role runs it on the primary controller). Cluster, QOS and account
     names compare in lower case, as slurmdbd stores them; user names as given.
 options:
@@ -45,11 +47,11 @@ options:
     default: sacctmgr
 attributes:
   check_mode:
-    description: Lists what exists and reports what would be added; adds nothing. Where sacctmgr is not installed yet,
+    description: Lists what exists and reports what would be added or set; changes nothing. Where sacctmgr is not installed yet,
       everything is reported as to be added.
     support: full
   diff_mode:
-    description: The items added, one per line.
+    description: The items added and the fair shares set, one per line.
     support: full
 author:
   - clusterdOS developers (@clusterdos)
@@ -77,6 +79,12 @@ added:
   type: list
   elements: str
   sample: [cluster gpu, account research, user alice]
+modified:
+  description: The accounts whose fair share was set (or would be, in check mode), with the new and the old value.
+  returned: always
+  type: list
+  elements: str
+  sample: [fairshare of account research (10, was 1)]
 """
 
 from concurrent.futures import ThreadPoolExecutor

@@ -392,6 +392,33 @@ def test_daemons_disabled_while_running_are_drift_and_enabled_again(host):
     assert set(host.check_output(f"srun -w {node} hostname").split()) == {node}
 
 
+def test_an_accounts_fair_share_follows_the_inventory(host):
+    """The default account given fairshare 5 in the inventory (the role's default is 1): before,
+    the account existed and slurmdbd kept 1 (attributes applied at creation only), with the run
+    reporting nothing. Now a dry run says it would set it and changes nothing, the run sets it
+    on the account's association, the user's association under it keeps its own share; back to
+    the default the same way."""
+    shares = "sacctmgr --noheader --parsable2 show assoc cluster=lab account=default format=user,fairshare"
+
+    def now() -> dict[str, str]:
+        return dict(line.split("|", 1) for line in host.check_output(shares).splitlines())
+
+    def accounts(share: int) -> list[str]:
+        return ["-e", json.dumps({"slurm_accounting_accounts": [
+            {"name": "default", "description": "Default account", "fairshare": share}]})]
+
+    before = now()
+    assert before[""] == "1", before
+    dry = playbook("slurm.yml", "--check", "--diff", *accounts(5))
+    assert dry.returncode == 0, dry.stdout[-4000:] + dry.stderr[-2000:]
+    assert "fairshare of account default (5, was 1)" in dry.stdout, dry.stdout[-4000:]
+    assert now() == before
+    for share, extra in ((5, accounts(5)), (1, [])):
+        run = playbook("slurm.yml", *extra)
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert now() == dict(before, **{"": str(share)}), now()
+
+
 def test_a_drained_node_stays_drained_and_the_converge_passes(host):
     """A compute node an administrator drained (maintenance): a converge of the Slurm stage
     (forced: clusterdos_fast_path=false) counts it up, since its slurmd answers, and leaves it

@@ -48,10 +48,10 @@ def test_what_exists_is_not_added_again_names_compare_as_slurmdbd_stores_them():
     assert result["added"] == ["user nobody"]
     run, calls = recorded({"cluster": "lab\n", "qos": "normal\nhigh\n", "assoc": "default|\ndefault|nobody\n"})
     result = sa.ensure(run, PARAMS, check_mode=False)
-    assert result == {"changed": False, "added": [], "diff": {}}
+    assert result == {"changed": False, "added": [], "modified": [], "diff": {}}
     assert all(c[1] != "-i" for c in calls)
     # The associations are asked for this cluster's (its name as slurmdbd stores it).
-    assert ["sacctmgr", "--noheader", "--parsable2", "show", "assoc", "cluster=lab", "format=account,user"] in calls
+    assert ["sacctmgr", "--noheader", "--parsable2", "show", "assoc", "cluster=lab", "format=account,user,fairshare"] in calls
 
 
 def test_an_account_or_user_another_cluster_has_still_gets_its_association_on_this_one():
@@ -67,6 +67,35 @@ def test_an_account_or_user_another_cluster_has_still_gets_its_association_on_th
     result = sa.ensure(run, params, check_mode=False)
     assert result["added"] == ["user nobody"]
     assert [c for c in calls if c[1] == "-i"] == [["sacctmgr", "-i", "add", "user", "nobody", "account=gpu", "cluster=Lab"]]
+
+
+def test_an_accounts_changed_fair_share_is_set_where_the_inventory_gives_one():
+    """An admin changes an account's fairshare in the inventory: before, the account existed
+    and nothing happened (attributes applied at creation only). Now the account's share on
+    this cluster is read with its association and set where it differs; an account the
+    inventory gives no fairshare keeps the one slurmdbd has (set by hand), and users' shares
+    are not touched."""
+    params = dict(PARAMS, accounts=[{"name": "Default", "fairshare": 5}, {"name": "gpu"}])
+    listing = {"cluster": "lab\n", "qos": "normal\nhigh\n",
+               "assoc": "root|||\nroot|root|1\ndefault||1\ndefault|nobody|1\ngpu||7\n"}
+    run, calls = recorded(listing)
+    result = sa.ensure(run, params, check_mode=True)
+    assert result["added"] == [] and result["modified"] == ["fairshare of account Default (5, was 1)"]
+    assert result["changed"] is True and result["diff"]["after"] == "fairshare of account Default (5, was 1)\n"
+    assert all(c[1] != "-i" for c in calls)
+    run, calls = recorded(listing)
+    sa.ensure(run, params, check_mode=False)
+    assert [c for c in calls if c[1] == "-i"] == [["sacctmgr", "-i", "modify", "account", "where", "name=Default",
+                                                    "cluster=Lab", "set", "fairshare=5"]]
+    run, calls = recorded(dict(listing, assoc="default||5\ndefault|nobody|1\ngpu||7\n"))
+    assert sa.ensure(run, params, check_mode=False)["changed"] is False
+    # A new account is added with its share, not modified as well.
+    run, calls = recorded(dict(listing, assoc=""))
+    result = sa.ensure(run, params, check_mode=False)
+    assert result["modified"] == [] and "account Default" in result["added"]
+    run, _ = recorded(listing, fail={"account"})
+    with pytest.raises(RuntimeError, match=r"setting the fairshare of account Default \(5, was 1\) in slurmdbd failed"):
+        sa.ensure(run, params, check_mode=False)
 
 
 def test_check_mode_lists_but_adds_nothing_and_plans_everything_where_sacctmgr_is_missing():
