@@ -14,10 +14,11 @@ from ansible_collections.clusterdos.cluster.plugins.module_utils.slurm_config im
 
 # What the plan reads from slurmdbd: the clusters and QOS (both shared by every cluster a
 # slurmdbd serves), and this cluster's associations with their fair share, as
-# `account|user|share` lines (an account's own association has no user). Accounts and users are compared by association, not by name: an
-# account or user that another cluster of the same slurmdbd already has still needs its
-# association on this one (`sacctmgr add account|user ... cluster=` adds just that), and so
-# does a user the inventory puts in a second account.
+# `account|user|share` lines (an account's own association has no user). Accounts and users
+# are compared by association, not by name: an account or user that another cluster of the
+# same slurmdbd already has still needs its association on this one (`sacctmgr add
+# account|user ... cluster=` adds just that), and so does a user the inventory puts in a
+# second account.
 KINDS = ("cluster", "qos", "assoc")
 
 
