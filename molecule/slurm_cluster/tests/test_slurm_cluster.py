@@ -419,6 +419,37 @@ def test_an_accounts_fair_share_follows_the_inventory(host):
         assert now() == dict(before, **{"": str(share)}), now()
 
 
+def test_a_partition_dropped_with_jobs_in_it_stops_the_run(host):
+    """A partition taken out of slurm_partitions while it holds jobs: the new slurm.conf drops
+    it and its jobs (on a lab, before: a running job ended NODE_FAIL, a held one left the
+    queue). Now slurm.yml and site.yml stop in their host checks, naming the controller,
+    the partition and the job count, with nothing changed; once the job is cancelled the
+    partition goes."""
+    batch = {"name": "batch", "groups": ["slurm_compute"], "default": True, "config": {"MaxTime": "INFINITE"}}
+    debug = {"name": "debug", "hosts": [COMPUTE[0]], "config": {"MaxTime": "30"}}
+    added = playbook("slurm.yml", "-e", json.dumps({"slurm_partitions": [batch, debug]}))
+    assert added.returncode == 0, added.stdout[-4000:] + added.stderr[-2000:]
+    partitions = "sinfo --noheader --format=%R"
+    assert sorted(host.check_output(partitions).split()) == ["batch", "debug"]
+    job = host.check_output("sbatch --parsable --partition=debug --hold --wrap 'sleep 100'").strip()
+    try:
+        for book in ("slurm.yml", "site.yml"):
+            run = playbook(book)
+            assert run.returncode != 0, run.stdout[-4000:]
+            flat = " ".join(run.stdout.split())
+            assert (f"{CONTROLLER}: slurmctld has 1 job(s) not finished in partition(s) debug, which slurm_partitions "
+                    "no longer gives") in flat, run.stdout[-4000:]
+            assert "Nothing was changed." in flat
+            assert sum(s["changed"] for s in recap(run.stdout).values()) == 0, recap(run.stdout)
+        assert sorted(host.check_output(partitions).split()) == ["batch", "debug"]
+        assert host.check_output(f"squeue --noheader --jobs={job} --format=%T") == "PENDING"
+    finally:
+        host.run(f"scancel {job}")
+    run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert host.check_output(partitions).split() == ["batch"]
+
+
 def test_a_drained_node_stays_drained_and_the_converge_passes(host):
     """A compute node an administrator drained (maintenance): a converge of the Slurm stage
     (forced: clusterdos_fast_path=false) counts it up, since its slurmd answers, and leaves it
