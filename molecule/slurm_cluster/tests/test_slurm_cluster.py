@@ -73,6 +73,15 @@ def recap(out: str) -> dict[str, dict[str, int]]:
     return {name: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)} for name, fields in rows}
 
 
+def refused(name: str | Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """A playbook run that must stop in its checks with nothing changed on any host: the run
+    and its output on one line (a message wraps where Ansible prints it)."""
+    run = playbook(name, *extra)
+    assert run.returncode != 0, run.stdout[-4000:]
+    assert sum(s["changed"] for s in recap(run.stdout).values()) == 0, recap(run.stdout)
+    return run, " ".join(run.stdout.split())
+
+
 def task_output(out: str, task: str) -> str:
     """What one task printed in an ansible-playbook run (from its TASK header to the next)."""
     sections = [t for t in out.split("\nTASK [") if t.startswith(task + "]")]
@@ -434,13 +443,10 @@ def test_a_partition_dropped_with_jobs_in_it_stops_the_run(host):
     job = host.check_output("sbatch --parsable --partition=debug --hold --wrap 'sleep 100'").strip()
     try:
         for book in ("slurm.yml", "site.yml"):
-            run = playbook(book)
-            assert run.returncode != 0, run.stdout[-4000:]
-            flat = " ".join(run.stdout.split())
+            run, flat = refused(book)
             assert (f"{CONTROLLER}: slurmctld has 1 job(s) not finished in partition(s) debug, which slurm_partitions "
                     "no longer gives") in flat, run.stdout[-4000:]
             assert "Nothing was changed." in flat
-            assert sum(s["changed"] for s in recap(run.stdout).values()) == 0, recap(run.stdout)
         assert sorted(host.check_output(partitions).split()) == ["batch", "debug"]
         assert host.check_output(f"squeue --noheader --jobs={job} --format=%T") == "PENDING"
     finally:
@@ -491,12 +497,9 @@ def test_a_run_limited_to_one_node_writes_the_clusters_slurm_conf(host, tmp_path
     extra = tmp_path / "more.yml"
     extra.write_text(yaml.safe_dump({"slurm_compute": {"hosts": {"slurm-c9": {
         "ansible_host": "10.213.225.99", "clusterdos_node_ip": "10.213.225.99"}}}}))
-    refused = playbook("slurm.yml", "-i", str(extra), "--limit", f"{node},localhost")
-    assert refused.returncode != 0, refused.stdout[-4000:]
-    flat = " ".join(refused.stdout.split())
+    run, flat = refused("slurm.yml", "-i", str(extra), "--limit", f"{node},localhost")
     assert ("slurm.conf lists every compute node, and this run (--limit) leaves out slurm-c9, whose hardware it does not "
-            f"probe and the primary controller {CONTROLLER} has no record of") in flat, refused.stdout[-4000:]
-    assert sum(s["changed"] for s in recap(refused.stdout).values()) == 0, recap(refused.stdout)
+            f"probe and the primary controller {CONTROLLER} has no record of") in flat, run.stdout[-4000:]
     assert compute.check_output("sha256sum /etc/slurm/slurm.conf").split()[0] == conf
 
 
@@ -540,13 +543,10 @@ def test_a_new_cluster_name_stops_before_any_change_and_a_rename_gets_the_accoun
     pid = ctl.check_output("systemctl show -p MainPID --value slurmctld")
     renamed = ["-e", "slurm_cluster_name=renamed"]
     for book in ("slurm.yml", "site.yml"):
-        run = playbook(book, *renamed)
-        assert run.returncode != 0, run.stdout[-4000:]
-        flat = " ".join(run.stdout.split())
+        run, flat = refused(book, *renamed)
         assert (f"{CONTROLLER}: slurm_cluster_name is 'renamed', but slurmctld's state in {state} belongs to cluster 'lab'"
                 in flat), run.stdout[-4000:]
         assert f"Set slurm_cluster_name back to 'lab'; or, to rename the cluster" in flat and "Nothing was changed." in flat
-        assert sum(s["changed"] for s in recap(run.stdout).values()) == 0, recap(run.stdout)
         assert "TASK [clusterdos.cluster.base :" not in run.stdout and "TASK [clusterdos.cluster.munge :" not in run.stdout
     assert ctl.check_output("sha256sum /etc/slurm/slurm.conf") == conf
     assert ctl.check_output("systemctl show -p MainPID --value slurmctld") == pid
@@ -580,13 +580,10 @@ def test_a_compute_node_whose_hostname_is_not_its_inventory_name_stops_the_run(h
     compute.run_expect([0], "hostname renamed-node")
     try:
         for book in ("slurm.yml", "site.yml"):
-            run = playbook(book)
-            assert run.returncode != 0, run.stdout[-4000:]
-            flat = " ".join(run.stdout.split())
+            run, flat = refused(book)
             assert (f"{node}: Slurm knows this host by its inventory name '{node}' (NodeName), but the host calls itself "
                     "'renamed-node': slurmd would not start there. Nothing was changed.") in flat, run.stdout[-4000:]
             assert f"or set its hostname to '{node}'" in flat
-            assert sum(s["changed"] for s in recap(run.stdout).values()) == 0, recap(run.stdout)
             assert "TASK [clusterdos.cluster.munge :" not in run.stdout
         assert compute.check_output("systemctl show -p MainPID --value slurmd") == pid
     finally:
