@@ -27,6 +27,9 @@ description:
     change always does).
   - C(slurm_up_nodes) reads C(sinfo --noheader --Node --format '%N %T') lines and returns the nodes slurmctld has
     registered and answering (a drained or draining node included; down, not responding, failing or C(inval) not).
+  - C(slurm_jobs_at_risk) reads C(squeue --noheader --format '%P|%N|%n') lines (unfinished jobs) and names, one
+    sentence each with its fix, the partitions and compute nodes the next C(slurm.conf) would drop while jobs
+    hold or wait for them.
   - C(slurm_accounting_errors) checks the shape of C(slurm_accounting_qos), C(slurm_accounting_accounts) and
     C(slurm_accounting_users) (module_utils.slurm_accounting).
 options:
@@ -139,6 +142,11 @@ def slurm_up_nodes(lines: list[str]) -> list[str]:
     return sc.up_nodes(lines)
 
 
+def slurm_jobs_at_risk(lines: list[str], partitions: list[str], nodes: list[str],
+                       compute_group: str = "slurm_compute") -> list[str]:
+    return sc.jobs_at_risk(lines or [], partitions or [], nodes or [], compute_group=str(compute_group))
+
+
 def slurm_started_from_stopped(result: Any) -> bool:
     return sc.started_from_stopped(result)
 
@@ -171,5 +179,6 @@ class FilterModule:
             "slurm_cluster_wide_errors": slurm_cluster_wide_errors,
             "slurm_started_from_stopped": slurm_started_from_stopped,
             "slurm_up_nodes": slurm_up_nodes,
+            "slurm_jobs_at_risk": slurm_jobs_at_risk,
             "slurm_reconfigure_needed": slurm_reconfigure_needed,
         }

@@ -409,6 +409,57 @@ def up_nodes(lines: Iterable[str]) -> list[str]:
     return up
 
 
+# `squeue --noheader --all --format=%P|%N|%n` over the unfinished states: one line per job,
+# the partitions it was submitted to (commas), the nodes it holds (%N, empty while pending) and
+# the nodes it asked for by name (%n, sbatch -w). The preflight reads it on the primary controller.
+JOB_FIELDS_SEPARATOR = "|"
+
+
+def _job_nodes(expr: str) -> list[str]:
+    try:
+        return expand_hostlist(expr.strip())
+    except ValueError:
+        return [expr.strip()]
+
+
+def jobs_at_risk(lines: Iterable[str], partitions: Iterable[str], nodes: Iterable[str], *,
+                 compute_group: str = "slurm_compute") -> list[str]:
+    """What the next slurm.conf would take from unfinished jobs (LINES: the squeue read above),
+    one sentence each, with its fix: partitions it no longer has (PARTITIONS: the PartitionName
+    of every partition it will have), and compute nodes it no longer lists (NODES: the
+    compute group's hosts). On a lab, both ended a running job NODE_FAIL (a removed node's job
+    went on running there, outside Slurm) and took pending ones off the queue. A partition
+    that keeps its name and loses nodes needs no check: its running jobs keep their nodes."""
+    keep_partitions, keep_nodes = set(partitions), set(nodes)
+    rows = []
+    for line in lines:
+        fields = str(line).strip().split(JOB_FIELDS_SEPARATOR)
+        if not fields or not fields[0]:
+            continue
+        job_nodes = [n for expr in fields[1:3] for n in _job_nodes(expr)]
+        rows.append(([p for p in fields[0].split(",") if p], job_nodes))
+    problems = []
+    dropped = sorted({p for parts, _n in rows for p in parts} - keep_partitions)
+    if dropped:
+        count = sum(1 for parts, _n in rows if set(parts) & set(dropped))
+        problems.append(
+            f"slurmctld has {count} job(s) not finished in partition(s) {', '.join(dropped)}, which slurm_partitions no "
+            "longer gives (removed, or an optional partition left with no node): the new slurm.conf would drop the "
+            "partition, its running jobs would end (NODE_FAIL) and its pending ones leave the queue. Let them finish or "
+            "cancel them first (scontrol update PartitionName=NAME State=DRAIN takes no new ones), or keep the "
+            "partition in slurm_partitions until then.")
+    gone = sorted({n for _p, job_nodes in rows for n in job_nodes} - keep_nodes)
+    if gone:
+        count = sum(1 for _p, job_nodes in rows if set(job_nodes) & set(gone))
+        problems.append(
+            f"slurmctld has {count} job(s) running on or asking for compute node(s) {', '.join(gone)}, which the "
+            f"{compute_group} group no longer holds: the new slurm.conf would drop the node, its running jobs would "
+            "end (NODE_FAIL, their processes left running on the node outside Slurm) and pending ones asking for it "
+            "leave the queue. Drain the node first (scontrol update NodeName=NAME State=DRAIN Reason=...) and let its "
+            f"jobs finish or cancel them, or keep it in {compute_group} until then.")
+    return problems
+
+
 def started_from_stopped(result: Any) -> bool:
     """Whether an "Enable and start" result (ansible.builtin.systemd_service, state=started) brought the
     daemon up from stopped: it changed, and the status it reports, read before the start, was inactive or

@@ -59,12 +59,12 @@ def lab_host(name: str):
     return testinfra.get_host(f"ansible://{name}", ansible_inventory=lab_inventory())
 
 
-def playbook(name: str | Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def playbook(name: str | Path, *extra: str, inventory: str | None = None) -> subprocess.CompletedProcess[str]:
     """ansible-playbook on the lab with the scenario's inventory (as molecule runs it): a
-    playbook of the collection by name, or the path of another."""
+    playbook of the collection by name, or the path of another; INVENTORY replaces the lab's."""
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
     path = name if isinstance(name, Path) else ROOT / "playbooks" / name
-    return subprocess.run(["ansible-playbook", "-i", lab_inventory(), "-i", str(SCENARIO / "inventory"),
+    return subprocess.run(["ansible-playbook", "-i", inventory or lab_inventory(), "-i", str(SCENARIO / "inventory"),
                            str(path), *extra], env=env, capture_output=True, text=True, cwd=ROOT)
 
 
@@ -73,10 +73,10 @@ def recap(out: str) -> dict[str, dict[str, int]]:
     return {name: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", fields)} for name, fields in rows}
 
 
-def refused(name: str | Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], str]:
+def refused(name: str | Path, *extra: str, inventory: str | None = None) -> tuple[subprocess.CompletedProcess[str], str]:
     """A playbook run that must stop in its checks with nothing changed on any host: the run
     and its output on one line (a message wraps where Ansible prints it)."""
-    run = playbook(name, *extra)
+    run = playbook(name, *extra, inventory=inventory)
     assert run.returncode != 0, run.stdout[-4000:]
     assert sum(s["changed"] for s in recap(run.stdout).values()) == 0, recap(run.stdout)
     return run, " ".join(run.stdout.split())
@@ -454,6 +454,43 @@ def test_a_partition_dropped_with_jobs_in_it_stops_the_run(host):
     run = playbook("slurm.yml")
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert host.check_output(partitions).split() == ["batch"]
+
+
+def test_a_compute_node_dropped_with_jobs_on_it_stops_the_run(host, tmp_path):
+    """A compute node taken out of the inventory while a job runs on it and a held job asks for
+    it by name: the new slurm.conf drops the node (on a lab, before: slurm.yml passed, the
+    running job ended NODE_FAIL with its process left running on the node, the held job left
+    the queue). Now slurm.yml and site.yml stop in their host checks, naming the controller,
+    the node and the job count, with nothing changed. Once the jobs are gone the node goes,
+    and given again it comes back and runs jobs."""
+    node = COMPUTE[-1]
+    lab = yaml.safe_load(Path(lab_inventory()).read_text())
+    del lab["all"]["hosts"][node]
+    del lab["all"]["children"]["slurm_compute"]["hosts"][node]
+    without = tmp_path / "without-node.yml"
+    without.write_text(yaml.safe_dump(lab))
+    running = host.check_output(f"sbatch --parsable --nodelist={node} --wrap 'sleep 300'").strip()
+    held = host.check_output(f"sbatch --parsable --nodelist={node} --hold --wrap 'sleep 1'").strip()
+    state = "squeue --noheader --jobs={} --format=%T"
+    try:
+        wait_for(lambda: host.check_output(state.format(running)) == "RUNNING", f"job {running} running on {node}")
+        for book in ("slurm.yml", "site.yml"):
+            run, flat = refused(book, inventory=str(without))
+            assert (f"{CONTROLLER}: slurmctld has 2 job(s) running on or asking for compute node(s) {node}, which the "
+                    "slurm_compute group no longer holds") in flat, run.stdout[-4000:]
+            assert "Nothing was changed." in flat
+        assert host.check_output(state.format(running)) == "RUNNING"
+        assert host.check_output(state.format(held)) == "PENDING"
+    finally:
+        host.run(f"scancel {running} {held}")
+    wait_for(lambda: not host.check_output("squeue --noheader --all --format=%i"), "no job left")
+    run = playbook("slurm.yml", inventory=str(without))
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert sorted(node_states(host)) == [n for n in COMPUTE if n != node]
+    run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "every compute node idle")
+    assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
 
 
 def test_a_drained_node_stays_drained_and_the_converge_passes(host):

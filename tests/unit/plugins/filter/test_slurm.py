@@ -178,3 +178,29 @@ def test_up_nodes_counts_a_drained_node_and_not_a_silent_or_down_one():
              "c8 unknown", "c9 failing", "c10 inval", "c11 future", "c12 allocated", "c2 drained", "", "c13"]
     assert F["slurm_up_nodes"](lines) == ["c1", "c2", "c3", "c4", "c12"]
     assert F["slurm_up_nodes"]([]) == []
+
+
+def test_jobs_at_risk_names_the_dropped_partitions_and_nodes_with_their_job_counts():
+    """squeue '%P|%N|%n' lines of unfinished jobs: a partition the next slurm.conf no longer
+    has, and a compute node it no longer lists (held by a running job, %N, or asked for by
+    name, %n, hostlists expanded), are named with the jobs they would take (found on a lab:
+    both converged, a running job ended NODE_FAIL and held ones left the queue). A partition
+    that only loses nodes, a job in several partitions one of which stays named, and jobs
+    on kept nodes are not."""
+    lines = ["batch|slurm-c[1-2]|", "debug||slurm-c2", "batch,old||", "old|slurm-c1|", "batch|slurm-c3|slurm-c3",
+             "", "batch||"]
+    problems = F["slurm_jobs_at_risk"](lines, ["batch", "debug"], ["slurm-c1", "slurm-c3"], "compute")
+    assert len(problems) == 2
+    assert problems[0].startswith("slurmctld has 2 job(s) not finished in partition(s) old, which slurm_partitions "
+                                  "no longer gives")
+    assert problems[1].startswith("slurmctld has 2 job(s) running on or asking for compute node(s) slurm-c2, which "
+                                  "the compute group no longer holds")
+    assert "keep it in compute until then" in problems[1]
+    # Every partition and node kept: nothing at risk, whatever the jobs' states.
+    assert F["slurm_jobs_at_risk"](lines, ["batch", "debug", "old"], ["slurm-c1", "slurm-c2", "slurm-c3"]) == []
+    # No job, or squeue gave nothing (slurmctld not answering is skipped before this).
+    assert F["slurm_jobs_at_risk"]([], ["batch"], []) == []
+    assert F["slurm_jobs_at_risk"](None, ["batch"], None) == []
+    # Only nodes: the partition sentence is absent, the node one names each node once, sorted.
+    only = F["slurm_jobs_at_risk"](["batch|n[2-3]|", "batch||n3"], ["batch"], ["n1"])
+    assert len(only) == 1 and "2 job(s) running on or asking for compute node(s) n2, n3, which the slurm_compute" in only[0]
