@@ -101,7 +101,7 @@ def _contents(files: List[Dict[str, Any]], written: Dict[str, bytes]) -> Dict[st
 
 
 def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dict[str, Any]],
-                 creates: Optional[str] = None) -> Dict[str, Any]:
+                 creates: Optional[str] = None, absent: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
     """Make DIRECTORIES exist and FILES hold their text, owner, group and mode, in one call
     (the text_files module): one round trip for what took a task per file.
 
@@ -110,8 +110,10 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
     content, content_base64 (bytes that need not be text: a munge key another host holds),
     or block and marker: that block within what the file holds (with_block). Returns changed,
     changed_paths, changed_tags (sorted, unique), the diff (one entry per changed file) and
-    contents (the files with return_content, base64). Nothing is written in check mode, nor at
-    all where the path CREATES exists (the files are then only read).
+    contents (the files with return_content, base64). Each of ABSENT (path, tag) is removed
+    where it is a file: a file the caller no longer manages there (the Slurm role's copies on a
+    node that turned configless). Nothing is written or removed in check mode, nor at all where
+    the path CREATES exists (the files are then only read).
     """
     changed_paths: List[str] = []
     tags: List[str] = []
@@ -154,6 +156,18 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
             if before != after:
                 diff.append({"before_header": path, "after_header": path,
                              "before": before or "", "after": after})
+    for item in absent or []:
+        path = item["path"]
+        raw = _read_bytes(path)
+        if raw is None:
+            continue
+        if not module.check_mode:
+            os.unlink(path)
+        changed_paths.append(path)
+        if item.get("tag"):
+            tags.append(item["tag"])
+        diff.append({"before_header": path, "after_header": path,
+                     "before": raw.decode("utf-8", errors="replace"), "after": "(absent)\n"})
     return {"changed": bool(changed_paths), "changed_paths": changed_paths,
             "changed_tags": sorted(set(tags)), "diff": diff, "contents": _contents(files, written)}
 

@@ -79,6 +79,23 @@ options:
       - Write once, never replace - the munge role generates the cluster key with a marker file and names the
         marker here.
     type: path
+  absent:
+    description:
+      - Files to remove where they exist (a directory or a missing path is left alone), after the writes.
+      - What the caller no longer manages on this host - the Slurm role removes its copies of slurm.conf, cgroup.conf
+        and gres.conf from a node that runs slurmd alone once the cluster is configless (slurmd fetches them), and
+        slurmd's configless drop-in once it is not.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path of the file.
+        type: path
+        required: true
+      tag:
+        description: A name listed in RV(changed_tags) when this file was removed.
+        type: str
   directories:
     description: Directories to create first (parents included).
     type: list
@@ -129,7 +146,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changed_paths:
-  description: The files and directories created or changed.
+  description: The files and directories created, changed or removed.
   returned: always
   type: list
   elements: str
@@ -178,6 +195,10 @@ def main() -> None:
                 **_ATTRIBUTES,
             }},
             "creates": {"type": "path"},
+            "absent": {"type": "list", "elements": "dict", "default": [], "options": {
+                "path": {"type": "path", "required": True},
+                "tag": {"type": "str"},
+            }},
         },
         supports_check_mode=True,
     )
@@ -193,7 +214,8 @@ def main() -> None:
             except (binascii.Error, ValueError):
                 module.fail_json(msg="%s: content_base64 is not base64 (give the file's bytes encoded with the "
                                      "b64encode filter)" % item["path"])
-    result = ensure_files(module, module.params["files"], module.params["directories"], module.params["creates"])
+    result = ensure_files(module, module.params["files"], module.params["directories"], module.params["creates"],
+                          module.params["absent"])
     if not module._diff:
         result.pop("diff")
     module.exit_json(**result)

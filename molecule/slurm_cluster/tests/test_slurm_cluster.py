@@ -493,6 +493,42 @@ def test_a_compute_node_dropped_with_jobs_on_it_stops_the_run(host, tmp_path):
     assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
 
 
+def test_switching_to_configless_and_back_leaves_nothing_stale(host):
+    """The running cluster switched to configless and back, with a job running: the compute
+    nodes lose their copies of slurm.conf, cgroup.conf and gres.conf (the controller and the
+    login host keep theirs) and run slurmd with --conf-server and its drop-in; switched back,
+    the copies return, the drop-in goes, systemd has reloaded it and slurmd runs without
+    --conf-server. Each way a second run changes nothing and the job keeps running. Before, the
+    copies stayed on configless nodes (stale after the next change, read by every command run
+    there outside a job) and the drop-in stayed after the switch back."""
+    running = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --wrap 'sleep 300'").strip()
+    copies = "ls /etc/slurm/slurm.conf /etc/slurm/cgroup.conf /etc/slurm/gres.conf 2>/dev/null | wc -l"
+    dropin = "/etc/systemd/system/slurmd.service.d/10-clusterdos-configless.conf"
+    slurmd_args = "tr '\\0' ' ' < /proc/$(systemctl show --property=MainPID --value slurmd)/cmdline"
+    try:
+        wait_for(lambda: host.check_output(f"squeue --noheader --jobs={running} --format=%T") == "RUNNING",
+                 f"job {running} running")
+        for configless in (True, False):
+            for attempt in ("switch", "again"):
+                run = playbook("slurm.yml", "-e", f"slurm_configless={str(configless).lower()}")
+                assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+                if attempt == "again":
+                    assert all(r["changed"] == 0 for r in recap(run.stdout).values()), recap(run.stdout)
+            for name in COMPUTE:
+                node = lab_host(name)
+                assert node.check_output(copies) == ("0" if configless else "3"), name
+                assert node.file(dropin).exists is configless, name
+                assert node.check_output("systemctl show --property=NeedDaemonReload --value slurmd") == "no"
+                assert ("--conf-server" in node.check_output(slurmd_args)) is configless, name
+            for name in (CONTROLLER, LOGIN):
+                assert lab_host(name).check_output(copies) == "3", name
+            wait_for(lambda: set(node_states(host).values()) <= {"idle", "mixed", "allocated"}, "every node up")
+            assert host.check_output(f"squeue --noheader --jobs={running} --format=%T") == "RUNNING"
+            assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+    finally:
+        host.run(f"scancel {running}")
+
+
 def test_a_drained_node_stays_drained_and_the_converge_passes(host):
     """A compute node an administrator drained (maintenance): a converge of the Slurm stage
     (forced: clusterdos_fast_path=false) counts it up, since its slurmd answers, and leaves it

@@ -220,3 +220,24 @@ def test_content_base64_that_is_not_base64_fails_naming_the_file(tmp_path, capsy
     assert not (tmp_path / "key").exists()
     result = run(capsys, {"files": [{"path": str(tmp_path / "key"), "content": "x", "content_base64": "eA=="}]})
     assert result["failed"] is True and "mutually exclusive" in result["msg"]
+
+
+def test_absent_files_are_removed_once_tagged_and_diffed_and_kept_in_check_mode(tmp_path, capsys):
+    """A file the caller no longer manages (the Slurm role's slurm.conf copy on a node that
+    turned configless): removed where it is, reported with its tag and its text in the diff;
+    check mode reports and removes nothing; a second call, or a path that is missing or a
+    directory, changes nothing."""
+    run(capsys, spec(tmp_path))
+    stale = tmp_path / "etc" / "a.conf"
+    args = {"files": [], "absent": [{"path": str(stale), "tag": "gone"}, {"path": str(tmp_path / "missing.conf")},
+                                     {"path": str(tmp_path / "state")}]}
+    dry = run(capsys, args, check=True, diff=True)
+    assert dry["changed"] is True and dry["changed_tags"] == ["gone"] and dry["changed_paths"] == [str(stale)]
+    assert stale.read_text() == "a = 1\n"
+    removed = run(capsys, args, diff=True)
+    assert removed["changed_paths"] == [str(stale)] and removed["changed_tags"] == ["gone"]
+    assert removed["diff"] == [{"before_header": str(stale), "after_header": str(stale), "before": "a = 1\n",
+                                "after": "(absent)\n"}]
+    assert not stale.exists() and (tmp_path / "state").is_dir()
+    again = run(capsys, args)
+    assert again["changed"] is False and again["changed_paths"] == [] and again["changed_tags"] == []
