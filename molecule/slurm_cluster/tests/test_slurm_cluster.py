@@ -529,6 +529,38 @@ def test_switching_to_configless_and_back_leaves_nothing_stale(host):
         host.run(f"scancel {running}")
 
 
+def test_a_moved_state_save_location_stops_until_the_state_is_copied(host):
+    """slurm_state_save_location changed on the running cluster, with a running and a held job:
+    restarted on the new, empty directory slurmctld would forget both (on a lab, before: the
+    running job was cancelled, the held one vanished, the run passed). Now slurm.yml stops in
+    its host checks, naming the controller, both places and the fix, with nothing changed. The
+    fix as the message gives it (slurmctld stopped, the state copied) moves it with both jobs
+    kept, and the same way back."""
+    ctl = lab_host(CONTROLLER)
+    default, moved = "/var/lib/slurm/slurmctld", "/var/lib/slurm/moved-state"
+    running = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --wrap 'sleep 300'").strip()
+    held = host.check_output("sbatch --parsable --hold --wrap 'sleep 1'").strip()
+    state = "squeue --noheader --jobs={} --format=%T"
+    location = "scontrol show config | sed -n 's/^StateSaveLocation *= *//p'"
+    try:
+        wait_for(lambda: host.check_output(state.format(running)) == "RUNNING", f"job {running} running")
+        run, flat = refused("slurm.yml", "-e", f"slurm_state_save_location={moved}")
+        assert (f"{CONTROLLER}: slurm_state_save_location is {moved}, but slurmctld keeps its state in {default}: "
+                f"restarted on {moved}, which holds no state, it would lose its jobs") in flat, run.stdout[-4000:]
+        assert f"Stop slurmctld, copy the state over (cp -a {default}/. {moved}/" in flat
+        assert host.check_output(location) == default
+        for source, target, extra in ((default, moved, ["-e", f"slurm_state_save_location={moved}"]), (moved, default, [])):
+            ctl.run_expect([0], f"systemctl stop slurmctld && cp -a {source}/. {target}/")
+            run = playbook("slurm.yml", *extra)
+            assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+            assert host.check_output(location) == target
+            assert host.check_output(state.format(running)) == "RUNNING"
+            assert host.check_output(state.format(held)) == "PENDING"
+    finally:
+        host.run(f"scancel {running} {held}")
+        ctl.run(f"rm -rf {moved}")
+
+
 def test_a_drained_node_stays_drained_and_the_converge_passes(host):
     """A compute node an administrator drained (maintenance): a converge of the Slurm stage
     (forced: clusterdos_fast_path=false) counts it up, since its slurmd answers, and leaves it
