@@ -27,6 +27,8 @@ description:
     change always does).
   - C(slurm_up_nodes) reads C(sinfo --noheader --Node --format '%N %T') lines and returns the nodes slurmctld has
     registered and answering (a drained or draining node included; down, not responding, failing or C(inval) not).
+  - C(slurm_node_hardware_errors) names, for one compute node, what its C(slurm_node_config) asks for above its facts
+    (C(RealMemory), C(CPUs), C(Sockets) x C(CoresPerSocket) x C(ThreadsPerCore)): slurmctld would mark the node C(INVAL).
   - C(slurm_jobs_at_risk) reads C(squeue --noheader --format '%P|%N|%n') lines (unfinished jobs) and names, one
     sentence each with its fix, the partitions and compute nodes the next C(slurm.conf) would drop while jobs
     hold or wait for them.
@@ -142,6 +144,10 @@ def slurm_up_nodes(lines: list[str]) -> list[str]:
     return sc.up_nodes(lines)
 
 
+def slurm_node_hardware_errors(name: str, hostvars: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> list[str]:
+    return sc.node_hardware_errors(name, _plain(hostvars, [name], _NODE_KEYS)[name], defaults)
+
+
 def slurm_jobs_at_risk(lines: list[str], partitions: list[str], nodes: list[str],
                        compute_group: str = "slurm_compute") -> list[str]:
     return sc.jobs_at_risk(lines or [], partitions or [], nodes or [], compute_group=str(compute_group))
@@ -180,5 +186,6 @@ class FilterModule:
             "slurm_started_from_stopped": slurm_started_from_stopped,
             "slurm_up_nodes": slurm_up_nodes,
             "slurm_jobs_at_risk": slurm_jobs_at_risk,
+            "slurm_node_hardware_errors": slurm_node_hardware_errors,
             "slurm_reconfigure_needed": slurm_reconfigure_needed,
         }

@@ -217,6 +217,44 @@ def node_record(name: str, hv: Mapping[str, Any], defaults: Mapping[str, Any] | 
     return record
 
 
+# The NodeName keys a host's slurm_node_config may set above what the host has: slurmd
+# registers what it finds, and slurmctld marks a node that reports less than its slurm.conf
+# line INVAL ("Low RealMemory", "Low CPUs", "Low socket*core*thread count"), out of every
+# partition (on the lab: both compute nodes, after a run that wrote slurm.conf and then
+# failed its wait for them).
+def node_hardware_errors(name: str, hv: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> list[str]:
+    """Where NAME's slurm.conf record (node_record) asks for more memory or CPUs than its facts
+    show, one sentence each with the fix. Nothing without the facts (memtotal_mb)."""
+    facts = hv.get("ansible_facts") or {}
+    if not facts.get("memtotal_mb"):
+        return []
+    found = node_record(name, {**hv, "slurm_node_config": {}}, {**(defaults or {}), "slurm_node_config": {}})
+    record = node_record(name, hv, defaults)
+    errors = []
+
+    def number(value: Any) -> int | None:
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return None
+
+    checks = (("RealMemory", "MB of memory", "Low RealMemory"), ("CPUs", "CPUs", "Low CPUs"))
+    for key, unit, reason in checks:
+        want, have = number(record.get(key)), number(found.get(key))
+        if want is not None and have is not None and want > have:
+            errors.append(f"slurm_node_config sets {key}={record[key]}, but the host has {have} {unit}: slurmd would "
+                          f"register with less and slurmctld would mark the node INVAL ({reason}), out of every "
+                          f"partition. Lower it, or leave {key} out (read from the host).")
+    layout = [number(record.get(k)) for k in ("Sockets", "CoresPerSocket", "ThreadsPerCore")]
+    have_cpus = number(found.get("CPUs"))
+    if None not in layout and have_cpus is not None and layout[0] * layout[1] * layout[2] > have_cpus:
+        errors.append(f"slurm_node_config gives Sockets={record['Sockets']}, CoresPerSocket={record['CoresPerSocket']} "
+                      f"and ThreadsPerCore={record['ThreadsPerCore']}, {layout[0] * layout[1] * layout[2]} CPUs, but the "
+                      f"host has {have_cpus}: slurmctld would mark the node INVAL (Low socket*core*thread count). "
+                      "Lower them, or leave them out (read from the host).")
+    return errors
+
+
 def node_records(hosts: Iterable[str], hostvars: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     return [node_record(h, hostvars.get(h) or {}, defaults) for h in hosts]
 

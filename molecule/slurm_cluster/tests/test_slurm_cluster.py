@@ -561,6 +561,22 @@ def test_a_moved_state_save_location_stops_until_the_state_is_copied(host):
         ctl.run(f"rm -rf {moved}")
 
 
+def test_a_node_line_asking_more_than_the_host_has_stops_the_run(host):
+    """slurm_node_config asking for more memory than the compute nodes have: slurmd registers
+    what it finds and slurmctld marks the node INVAL (on a lab, before: the run wrote slurm.conf,
+    waited 80 s for the nodes and failed, both INVAL, then drained). Now slurm.yml and
+    site.yml stop in their host checks, naming each node, the value and the fix, with nothing
+    changed and both nodes idle."""
+    extra = ["-e", json.dumps({"slurm_node_config": {"RealMemory": 999999}})]
+    for book in ("slurm.yml", "site.yml"):
+        run, flat = refused(book, *extra)
+        for node in COMPUTE:
+            assert f"{node}: slurm_node_config sets RealMemory=999999, but the host has " in flat, run.stdout[-4000:]
+        assert "slurmctld would mark the node INVAL (Low RealMemory)" in flat and "Nothing was changed." in flat
+    assert "999999" not in lab_host(CONTROLLER).file("/etc/slurm/slurm.conf").content_string
+    assert node_states(host) == {n: "idle" for n in COMPUTE}
+
+
 def test_a_drained_node_stays_drained_and_the_converge_passes(host):
     """A compute node an administrator drained (maintenance): a converge of the Slurm stage
     (forced: clusterdos_fast_path=false) counts it up, since its slurmd answers, and leaves it

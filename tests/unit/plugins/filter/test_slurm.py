@@ -204,3 +204,27 @@ def test_jobs_at_risk_names_the_dropped_partitions_and_nodes_with_their_job_coun
     # Only nodes: the partition sentence is absent, the node one names each node once, sorted.
     only = F["slurm_jobs_at_risk"](["batch|n[2-3]|", "batch||n3"], ["batch"], ["n1"])
     assert len(only) == 1 and "2 job(s) running on or asking for compute node(s) n2, n3, which the slurm_compute" in only[0]
+
+
+def test_node_hardware_errors_name_what_slurm_node_config_asks_above_the_host():
+    """A compute node's slurm_node_config (its own, or the role's default) asking for more
+    memory or CPUs than its facts show, or a socket/core/thread layout with more CPUs: each
+    named with the value, what the host has and the fix (found on a lab: RealMemory above
+    the host's made both nodes INVAL after a run that wrote slurm.conf). Equal or lower
+    values, other keys, and a host without facts pass."""
+    facts = {"processor_count": 1, "processor_cores": 2, "processor_threads_per_core": 1, "processor_vcpus": 2,
+             "memtotal_mb": 24105}
+    errors = F["slurm_node_hardware_errors"]("c1", {"c1": {"ansible_facts": facts,
+                                                          "slurm_node_config": {"RealMemory": 999999, "CPUs": 4}}})
+    assert len(errors) == 2
+    assert errors[0].startswith("slurm_node_config sets RealMemory=999999, but the host has 24105 MB of memory: ")
+    assert "INVAL (Low RealMemory)" in errors[0] and "leave RealMemory out" in errors[0]
+    assert errors[1].startswith("slurm_node_config sets CPUs=4, but the host has 2 CPUs: ")
+    # The role-wide default applies where the host sets none.
+    layout = F["slurm_node_hardware_errors"]("c1", {"c1": {"ansible_facts": facts}},
+                                             {"slurm_node_config": {"Sockets": 2, "CoresPerSocket": 2}})
+    assert len(layout) == 1 and "Sockets=2, CoresPerSocket=2 and ThreadsPerCore=1, 4 CPUs, but the host has 2" in layout[0]
+    fine = {"RealMemory": 20000, "CPUs": 2, "Sockets": 1, "CoresPerSocket": 2, "MemSpecLimit": 512, "State": "UNKNOWN"}
+    assert F["slurm_node_hardware_errors"]("c1", {"c1": {"ansible_facts": facts, "slurm_node_config": fine}}) == []
+    assert F["slurm_node_hardware_errors"]("c1", {"c1": {"ansible_facts": facts}}) == []
+    assert F["slurm_node_hardware_errors"]("c1", {"c1": {"slurm_node_config": {"RealMemory": 999999}}}) == []
