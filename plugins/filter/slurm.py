@@ -28,7 +28,8 @@ description:
   - C(slurm_up_nodes) reads C(sinfo --noheader --Node --format '%N %T') lines and returns the nodes slurmctld has
     registered and answering (a drained or draining node included; down, not responding, failing or C(inval) not).
   - C(slurm_node_hardware_errors) names, for one compute node, what its C(slurm_node_config) asks for above its facts
-    (C(RealMemory), C(CPUs), C(Sockets) x C(CoresPerSocket) x C(ThreadsPerCore)): slurmctld would mark the node C(INVAL).
+    (C(RealMemory), C(CPUs), C(Sockets) x C(CoresPerSocket) x C(ThreadsPerCore)), for which slurmctld would mark the
+    node C(INVAL).
   - C(slurm_jobs_at_risk) reads C(squeue --noheader --format '%P|%N|%n') lines (unfinished jobs) and names, one
     sentence each with its fix, the partitions and compute nodes the next C(slurm.conf) would drop while jobs
     hold or wait for them.
