@@ -577,6 +577,26 @@ def test_a_node_line_asking_more_than_the_host_has_stops_the_run(host):
     assert node_states(host) == {n: "idle" for n in COMPUTE}
 
 
+def test_a_misspelt_slurm_conf_key_stops_the_run(host):
+    """A key slurm.conf does not have, in a partition's config and in slurm_node_config: before
+    (on a lab, with one in slurm_config), the run wrote slurm.conf on the controller and failed
+    in its next Slurm command, after which every Slurm command there stopped with "Unable to
+    process configuration file" and slurmctld would not have started again. Now slurm.yml and
+    site.yml stop in their host checks, where the installed Slurm parses the file the run
+    would write, naming the controller and Slurm's own error, with nothing changed."""
+    ctl = lab_host(CONTROLLER)
+    conf = ctl.check_output("sha256sum /etc/slurm/slurm.conf")
+    partition = {"name": "batch", "groups": ["slurm_compute"], "default": True,
+                 "config": {"MaxTime": "INFINITE", "MaxNodez": 2}}
+    for book, extra, key in (("slurm.yml", {"slurm_partitions": [partition]}, "MaxNodez"),
+                             ("site.yml", {"slurm_node_config": {"Weigth": 5}}, "Weigth")):
+        run, flat = refused(book, "-e", json.dumps(extra))
+        assert f"{CONTROLLER}: Slurm cannot read the slurm.conf this run would write (" in flat, run.stdout[-4000:]
+        assert f"Parsing error at unrecognized key: {key};" in flat and "Nothing was changed." in flat
+    assert ctl.check_output("sha256sum /etc/slurm/slurm.conf") == conf
+    assert node_states(host) == {n: "idle" for n in COMPUTE}
+
+
 def test_a_drained_node_stays_drained_and_the_converge_passes(host):
     """A compute node an administrator drained (maintenance): a converge of the Slurm stage
     (forced: clusterdos_fast_path=false) counts it up, since its slurmd answers, and leaves it
