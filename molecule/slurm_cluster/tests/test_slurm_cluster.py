@@ -896,6 +896,30 @@ def test_a_change_only_a_restart_applies_restarts_the_running_daemons(host):
     assert "SchedulerType=sched/backfill" in ctl.file("/etc/slurm/slurm.conf").content_string
 
 
+def test_a_run_failing_after_its_writes_still_applies_them(host):
+    """A restart-only key changed in the same run as a QOS slurmdbd rejects: the controller's
+    play wrote slurm.conf, then failed in the accounting step. Before, its handlers did not run
+    (slurmctld kept the old scheduler), the next valid run then failed in the compute play's
+    reconfigure ("requires restart"), and the runs after it passed with the old scheduler
+    still running: the controller's files were all written, so nothing restarted it (found on
+    the lab). Now the Slurm plays force their handlers: the failed run restarts slurmctld on
+    what it wrote, and the next run passes."""
+    ctl = lab_host(CONTROLLER)
+    lab_conf = yaml.safe_load((SCENARIO / "inventory" / "group_vars" / "all.yml").read_text())["slurm_config"]
+    scheduler = "scontrol show config | sed -n 's/^SchedulerType *= *//p'"
+    changed = {"slurm_config": dict(lab_conf, SchedulerType="sched/builtin")}
+    bad_qos = dict(changed, slurm_accounting_qos=[{"name": "normal"}, {"name": "broken", "attributes": {"MaxWall": "soon"}}])
+    run = playbook("slurm.yml", "-e", json.dumps(bad_qos))
+    assert run.returncode != 0 and "adding qos broken to slurmdbd failed" in run.stdout, run.stdout[-4000:]
+    assert "RUNNING HANDLER [clusterdos.cluster.slurm : Restart slurmctld]" in run.stdout
+    assert ctl.check_output(scheduler) == "sched/builtin"
+    for extra, expected in ((["-e", json.dumps(changed)], "sched/builtin"), ([], "sched/backfill")):
+        run = playbook("slurm.yml", *extra)
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert ctl.check_output(scheduler) == expected
+    wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "both compute nodes idle")
+
+
 def test_add_compute_node_while_a_job_runs(host):
     """base.yml on a new host, then slurm_add_node.yml adds it as a third node: the running
     job and the other slurmd live on, every Slurm host resolves the new one, and only the
