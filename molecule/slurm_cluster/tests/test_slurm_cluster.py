@@ -920,6 +920,36 @@ def test_a_run_failing_after_its_writes_still_applies_them(host):
     wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "both compute nodes idle")
 
 
+def test_a_restart_only_key_the_role_does_not_list_still_restarts_slurmctld(host):
+    """A key `scontrol reconfigure` refuses ("requires restart of the slurmctld daemon") that
+    the role's restart-only list does not hold, as a key a later Slurm release made
+    restart-only would be. Simulated by running with __slurm_restart_keys without
+    SchedulerType (the running slurmctld and its refusal are real): the first run only
+    changes the fingerprint (a restart), the second changes SchedulerType, which only
+    reconfigures; slurmctld refuses, and the role restarts it instead of failing the run
+    with the file written (before: rc 2, and no later run applied it). Then the default list
+    and value again."""
+    ctl = lab_host(CONTROLLER)
+    lab_conf = yaml.safe_load((SCENARIO / "inventory" / "group_vars" / "all.yml").read_text())["slurm_config"]
+    defaults = yaml.safe_load((ROOT / "roles" / "slurm" / "vars" / "main.yml").read_text())["__slurm_restart_keys"]
+    shorter = [k for k in defaults if k != "SchedulerType"]
+    scheduler = "scontrol show config | sed -n 's/^SchedulerType *= *//p'"
+    steps = (({"__slurm_restart_keys": shorter}, "sched/backfill", False),
+             ({"__slurm_restart_keys": shorter, "slurm_config": dict(lab_conf, SchedulerType="sched/builtin")},
+              "sched/builtin", True),
+             ({}, "sched/backfill", False))
+    for extra, expected, refused_then_restarted in steps:
+        # The converge record does not cover the role's internal list: the stage converges in full.
+        run = playbook("slurm.yml", "-e", json.dumps(dict(extra, clusterdos_fast_path=False)))
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        fallback = [t for t in run.stdout.split("\nRUNNING HANDLER [") if t.startswith(
+            "clusterdos.cluster.slurm : Restart slurmctld where the reconfigure said only a restart applies the change]")]
+        restarted = [t for t in fallback if f"changed: [{CONTROLLER}" in t.split("\n\n")[0]]
+        assert len(restarted) == (1 if refused_then_restarted else 0), fallback
+        assert ctl.check_output(scheduler) == expected
+    wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "both compute nodes idle")
+
+
 def test_add_compute_node_while_a_job_runs(host):
     """base.yml on a new host, then slurm_add_node.yml adds it as a third node: the running
     job and the other slurmd live on, every Slurm host resolves the new one, and only the
