@@ -899,10 +899,9 @@ def test_a_change_only_a_restart_applies_restarts_the_running_daemons(host):
 def test_a_run_failing_after_its_writes_still_applies_them(host):
     """A restart-only key changed in the same run as a QOS slurmdbd rejects: the controller's
     play wrote slurm.conf, then failed in the accounting step. Before, its handlers did not run
-    (slurmctld kept the old scheduler), the next valid run then failed in the compute play's
-    reconfigure ("requires restart"), and the runs after it passed with the old scheduler
-    still running: the controller's files were all written, so nothing restarted it (found on
-    the lab). Now the Slurm plays force their handlers: the failed run restarts slurmctld on
+    (slurmctld kept the old scheduler), and the next valid run failed in the compute play's
+    reconfigure ("requires restart") (found on the lab); a run after that would find every
+    file written and restart nothing, as session 31 found for the same refusal. Now the Slurm plays force their handlers: the failed run restarts slurmctld on
     what it wrote, and the next run passes."""
     ctl = lab_host(CONTROLLER)
     lab_conf = yaml.safe_load((SCENARIO / "inventory" / "group_vars" / "all.yml").read_text())["slurm_config"]
