@@ -120,6 +120,20 @@ def node_states(host) -> dict[str, str]:
     return {n: s.rstrip("*~#!%$@^-") for n, s in (line.split() for line in out.splitlines())}
 
 
+def job_state(host, job: str) -> str:
+    """A job's state as squeue reports it (PENDING, RUNNING, ...)."""
+    return host.check_output(f"squeue --noheader --jobs={job} --format=%T")
+
+
+def running_config(host, key: str) -> str:
+    """A setting of the running slurmctld (`scontrol show config`), not of the file."""
+    return dict(re.findall(r"^(\w+)\s+= (.*)$", host.check_output("scontrol show config"), re.M)).get(key, "")
+
+
+# The scenario's own slurm_config (group_vars), which a test's -e slurm_config replaces whole.
+LAB_SLURM_CONFIG = yaml.safe_load((SCENARIO / "inventory" / "group_vars" / "all.yml").read_text())["slurm_config"]
+
+
 def test_munge_key_is_shared_and_private():
     digests = set()
     for name in GROUPS:
@@ -448,7 +462,7 @@ def test_a_partition_dropped_with_jobs_in_it_stops_the_run(host):
                     "no longer gives") in flat, run.stdout[-4000:]
             assert "Nothing was changed." in flat
         assert sorted(host.check_output(partitions).split()) == ["batch", "debug"]
-        assert host.check_output(f"squeue --noheader --jobs={job} --format=%T") == "PENDING"
+        assert job_state(host, job) == "PENDING"
     finally:
         host.run(f"scancel {job}")
     run = playbook("slurm.yml")
@@ -471,16 +485,15 @@ def test_a_compute_node_dropped_with_jobs_on_it_stops_the_run(host, tmp_path):
     without.write_text(yaml.safe_dump(lab))
     running = host.check_output(f"sbatch --parsable --nodelist={node} --wrap 'sleep 300'").strip()
     held = host.check_output(f"sbatch --parsable --nodelist={node} --hold --wrap 'sleep 1'").strip()
-    state = "squeue --noheader --jobs={} --format=%T"
     try:
-        wait_for(lambda: host.check_output(state.format(running)) == "RUNNING", f"job {running} running on {node}")
+        wait_for(lambda: job_state(host, running) == "RUNNING", f"job {running} running on {node}")
         for book in ("slurm.yml", "site.yml"):
             run, flat = refused(book, inventory=str(without))
             assert (f"{CONTROLLER}: slurmctld has 2 job(s) running on or asking for compute node(s) {node}, which the "
                     "slurm_compute group no longer holds") in flat, run.stdout[-4000:]
             assert "Nothing was changed." in flat
-        assert host.check_output(state.format(running)) == "RUNNING"
-        assert host.check_output(state.format(held)) == "PENDING"
+        assert job_state(host, running) == "RUNNING"
+        assert job_state(host, held) == "PENDING"
     finally:
         host.run(f"scancel {running} {held}")
     wait_for(lambda: not host.check_output("squeue --noheader --all --format=%i"), "no job left")
@@ -506,7 +519,7 @@ def test_switching_to_configless_and_back_leaves_nothing_stale(host):
     dropin = "/etc/systemd/system/slurmd.service.d/10-clusterdos-configless.conf"
     slurmd_args = "tr '\\0' ' ' < /proc/$(systemctl show --property=MainPID --value slurmd)/cmdline"
     try:
-        wait_for(lambda: host.check_output(f"squeue --noheader --jobs={running} --format=%T") == "RUNNING",
+        wait_for(lambda: job_state(host, running) == "RUNNING",
                  f"job {running} running")
         for configless in (True, False):
             for attempt in ("switch", "again"):
@@ -523,7 +536,7 @@ def test_switching_to_configless_and_back_leaves_nothing_stale(host):
             for name in (CONTROLLER, LOGIN):
                 assert lab_host(name).check_output(copies) == "3", name
             wait_for(lambda: set(node_states(host).values()) <= {"idle", "mixed", "allocated"}, "every node up")
-            assert host.check_output(f"squeue --noheader --jobs={running} --format=%T") == "RUNNING"
+            assert job_state(host, running) == "RUNNING"
             assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
     finally:
         host.run(f"scancel {running}")
@@ -540,22 +553,20 @@ def test_a_moved_state_save_location_stops_until_the_state_is_copied(host):
     default, moved = "/var/lib/slurm/slurmctld", "/var/lib/slurm/moved-state"
     running = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --wrap 'sleep 300'").strip()
     held = host.check_output("sbatch --parsable --hold --wrap 'sleep 1'").strip()
-    state = "squeue --noheader --jobs={} --format=%T"
-    location = "scontrol show config | sed -n 's/^StateSaveLocation *= *//p'"
     try:
-        wait_for(lambda: host.check_output(state.format(running)) == "RUNNING", f"job {running} running")
+        wait_for(lambda: job_state(host, running) == "RUNNING", f"job {running} running")
         run, flat = refused("slurm.yml", "-e", f"slurm_state_save_location={moved}")
         assert (f"{CONTROLLER}: slurm_state_save_location is {moved}, but slurmctld keeps its state in {default}: "
                 f"restarted on {moved}, which holds no state, it would lose its jobs") in flat, run.stdout[-4000:]
         assert f"Stop slurmctld, copy the state over (cp -a {default}/. {moved}/" in flat
-        assert host.check_output(location) == default
+        assert running_config(host, "StateSaveLocation") == default
         for source, target, extra in ((default, moved, ["-e", f"slurm_state_save_location={moved}"]), (moved, default, [])):
             ctl.run_expect([0], f"systemctl stop slurmctld && cp -a {source}/. {target}/")
             run = playbook("slurm.yml", *extra)
             assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-            assert host.check_output(location) == target
-            assert host.check_output(state.format(running)) == "RUNNING"
-            assert host.check_output(state.format(held)) == "PENDING"
+            assert running_config(host, "StateSaveLocation") == target
+            assert job_state(host, running) == "RUNNING"
+            assert job_state(host, held) == "PENDING"
     finally:
         host.run(f"scancel {running} {held}")
         ctl.run(f"rm -rf {moved}")
@@ -872,13 +883,12 @@ def test_a_change_only_a_restart_applies_restarts_the_running_daemons(host):
     and with every file then written no later run restarted slurmctld: the old scheduler
     stayed."""
     ctl = lab_host(CONTROLLER)
-    lab_conf = yaml.safe_load((SCENARIO / "inventory" / "group_vars" / "all.yml").read_text())["slurm_config"]
 
     def pids() -> dict[str, str]:
         out = {d: ctl.check_output(f"systemctl show --property MainPID --value {d}") for d in ("slurmdbd", "slurmctld")}
         return out | {n: lab_host(n).check_output("systemctl show --property MainPID --value slurmd") for n in COMPUTE}
 
-    changed = {"slurm_config": dict(lab_conf, SchedulerType="sched/builtin"), "slurm_dbd_config": {"DebugLevel": "verbose"}}
+    changed = {"slurm_config": dict(LAB_SLURM_CONFIG, SchedulerType="sched/builtin"), "slurm_dbd_config": {"DebugLevel": "verbose"}}
     for extra, scheduler in ((["-e", json.dumps(changed)], "sched/builtin"), ([], "sched/backfill")):
         before = pids()
         run = playbook("slurm.yml", *extra)
@@ -889,8 +899,7 @@ def test_a_change_only_a_restart_applies_restarts_the_running_daemons(host):
                 run.stdout[-6000:]
         after = pids()
         assert all(after[k] != before[k] and after[k] != "0" for k in before), (before, after)
-        running = dict(re.findall(r"^(\w+)\s+= (.*)$", ctl.check_output("scontrol show config"), re.M))
-        assert running["SchedulerType"] == scheduler, running.get("SchedulerType")
+        assert running_config(ctl, "SchedulerType") == scheduler
         wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "both compute nodes idle")
         assert sorted(host.check_output("srun --nodes=2 --ntasks-per-node=1 hostname").split()) == COMPUTE
     assert "SchedulerType=sched/backfill" in ctl.file("/etc/slurm/slurm.conf").content_string
@@ -904,18 +913,16 @@ def test_a_run_failing_after_its_writes_still_applies_them(host):
     file written and restart nothing, as session 31 found for the same refusal. Now the Slurm plays force their handlers: the failed run restarts slurmctld on
     what it wrote, and the next run passes."""
     ctl = lab_host(CONTROLLER)
-    lab_conf = yaml.safe_load((SCENARIO / "inventory" / "group_vars" / "all.yml").read_text())["slurm_config"]
-    scheduler = "scontrol show config | sed -n 's/^SchedulerType *= *//p'"
-    changed = {"slurm_config": dict(lab_conf, SchedulerType="sched/builtin")}
+    changed = {"slurm_config": dict(LAB_SLURM_CONFIG, SchedulerType="sched/builtin")}
     bad_qos = dict(changed, slurm_accounting_qos=[{"name": "normal"}, {"name": "broken", "attributes": {"MaxWall": "soon"}}])
     run = playbook("slurm.yml", "-e", json.dumps(bad_qos))
     assert run.returncode != 0 and "adding qos broken to slurmdbd failed" in run.stdout, run.stdout[-4000:]
     assert "RUNNING HANDLER [clusterdos.cluster.slurm : Restart slurmctld]" in run.stdout
-    assert ctl.check_output(scheduler) == "sched/builtin"
+    assert running_config(ctl, "SchedulerType") == "sched/builtin"
     for extra, expected in ((["-e", json.dumps(changed)], "sched/builtin"), ([], "sched/backfill")):
         run = playbook("slurm.yml", *extra)
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-        assert ctl.check_output(scheduler) == expected
+        assert running_config(ctl, "SchedulerType") == expected
     wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "both compute nodes idle")
 
 
@@ -929,12 +936,10 @@ def test_a_restart_only_key_the_role_does_not_list_still_restarts_slurmctld(host
     with the file written (before: rc 2, and no later run applied it). Then the default list
     and value again."""
     ctl = lab_host(CONTROLLER)
-    lab_conf = yaml.safe_load((SCENARIO / "inventory" / "group_vars" / "all.yml").read_text())["slurm_config"]
     defaults = yaml.safe_load((ROOT / "roles" / "slurm" / "vars" / "main.yml").read_text())["__slurm_restart_keys"]
     shorter = [k for k in defaults if k != "SchedulerType"]
-    scheduler = "scontrol show config | sed -n 's/^SchedulerType *= *//p'"
     steps = (({"__slurm_restart_keys": shorter}, "sched/backfill", False),
-             ({"__slurm_restart_keys": shorter, "slurm_config": dict(lab_conf, SchedulerType="sched/builtin")},
+             ({"__slurm_restart_keys": shorter, "slurm_config": dict(LAB_SLURM_CONFIG, SchedulerType="sched/builtin")},
               "sched/builtin", True),
              ({}, "sched/backfill", False))
     for extra, expected, refused_then_restarted in steps:
@@ -945,7 +950,7 @@ def test_a_restart_only_key_the_role_does_not_list_still_restarts_slurmctld(host
             "clusterdos.cluster.slurm : Restart slurmctld where the reconfigure said only a restart applies the change]")]
         restarted = [t for t in fallback if f"changed: [{CONTROLLER}" in t.split("\n\n")[0]]
         assert len(restarted) == (1 if refused_then_restarted else 0), fallback
-        assert ctl.check_output(scheduler) == expected
+        assert running_config(ctl, "SchedulerType") == expected
     wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "both compute nodes idle")
 
 
