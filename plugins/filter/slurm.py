@@ -33,6 +33,10 @@ description:
   - C(slurm_jobs_at_risk) reads C(squeue --noheader --format '%P|%N|%n') lines (unfinished jobs) and names, one
     sentence each with its fix, the partitions and compute nodes the next C(slurm.conf) would drop while jobs
     hold or wait for them.
+  - C(slurm_daemon_moves) reads the Slurm host checks' read of each host (its C(__slurm_saved_state) lines) and names,
+    one sentence each with its fix, a slurmctld or slurmdbd left running on a host its group no longer holds, and
+    state or an accounting database the new host lacks; C(slurm_daemon_hosts_unread) names the hosts the current
+    C(slurm.conf) of a host read names as slurmctld's or slurmdbd's that were not read themselves.
   - C(slurm_accounting_errors) checks the shape of C(slurm_accounting_qos), C(slurm_accounting_accounts) and
     C(slurm_accounting_users) (module_utils.slurm_accounting).
 options:
@@ -154,6 +158,34 @@ def slurm_jobs_at_risk(lines: list[str], partitions: list[str], nodes: list[str]
     return sc.jobs_at_risk(lines or [], partitions or [], nodes or [], compute_group=str(compute_group))
 
 
+def _host_reads(hosts: list[str], hostvars: Mapping[str, Any], extra: list[Any] | None = None) -> dict[str, list[str]]:
+    """Each host's Slurm host-check read (its registered __slurm_saved_state), and EXTRA: the
+    loop results of the reads delegated to hosts out of the Slurm groups (item: the host)."""
+    reads = {}
+    for host, hv in _plain(hostvars, list(dict.fromkeys(hosts)), ("__slurm_saved_state",)).items():
+        result = hv.get("__slurm_saved_state") or {}
+        if isinstance(result, Mapping) and "stdout_lines" in result:
+            reads[host] = list(result["stdout_lines"])
+    for result in extra or []:
+        if isinstance(result, Mapping) and "stdout_lines" in result and result.get("rc") == 0:
+            reads[str(result.get("__slurm_left_host"))] = list(result["stdout_lines"])
+    return reads
+
+
+def slurm_daemon_hosts_unread(hosts: list[str], hostvars: Mapping[str, Any]) -> list[str]:
+    reads = _host_reads(hosts, hostvars)
+    return [name for name in sc.named_daemon_hosts(reads) if name not in reads]
+
+
+def slurm_daemon_moves(hosts: list[str], hostvars: Mapping[str, Any], controllers: list[str], dbd_hosts: list[str],
+                       state_dir: str, db_name: str, local_db: bool = True, controller_group: str = "slurm_controller",
+                       dbd_group: str = "slurm_dbd", left_reads: list[Any] | None = None) -> list[str]:
+    reads = _host_reads(hosts, hostvars, left_reads)
+    return sc.daemon_moves(reads, controllers=controllers or [], dbd_hosts=dbd_hosts or [], state_dir=str(state_dir),
+                           db_name=str(db_name), local_db=bool(local_db), controller_group=str(controller_group),
+                           dbd_group=str(dbd_group))
+
+
 def slurm_started_from_stopped(result: Any) -> bool:
     return sc.started_from_stopped(result)
 
@@ -187,6 +219,8 @@ class FilterModule:
             "slurm_started_from_stopped": slurm_started_from_stopped,
             "slurm_up_nodes": slurm_up_nodes,
             "slurm_jobs_at_risk": slurm_jobs_at_risk,
+            "slurm_daemon_moves": slurm_daemon_moves,
+            "slurm_daemon_hosts_unread": slurm_daemon_hosts_unread,
             "slurm_node_hardware_errors": slurm_node_hardware_errors,
             "slurm_reconfigure_needed": slurm_reconfigure_needed,
         }

@@ -498,6 +498,84 @@ def jobs_at_risk(lines: Iterable[str], partitions: Iterable[str], nodes: Iterabl
     return problems
 
 
+def named_daemon_hosts(reads: Mapping[str, Iterable[str]]) -> list[str]:
+    """The hosts the current slurm.conf of any host read names as slurmctld's (SlurmctldHost) or
+    slurmdbd's (AccountingStorageHost), from the Slurm host checks' reads (daemon_moves)."""
+    named = {str(line).strip().split("=", 1)[1].strip() for read in reads.values() for line in (read or [])
+             if str(line).strip().startswith(("ctld_host=", "acct_host="))}
+    return sorted(name for name in named if name)
+
+
+def daemon_moves(reads: Mapping[str, Iterable[str]], *, controllers: Iterable[str], dbd_hosts: Iterable[str],
+                 state_dir: str, db_name: str, local_db: bool = True, controller_group: str = "slurm_controller",
+                 dbd_group: str = "slurm_dbd") -> list[str]:
+    """What moving slurmctld or slurmdbd to other hosts would leave behind, one sentence each with its fix.
+
+    READS[host]: the lines of the Slurm host checks' read on that host (tasks/preflight.yml):
+    `old=DIR` (StateSaveLocation in its current slurm.conf), `old_state` (job_state there),
+    `same_state`/`other_state` (job_state at the new location, controllers), `ctld_active`,
+    `dbd_active` (the daemon runs there), `db` (the accounting database's directory exists).
+    A host in no Slurm group any more that slurm.conf still names is read from the primary
+    controller and counts like the others. On a lab, a controller group naming another host passed: the new slurmctld started with no
+    state (the running job killed, the held one gone) while the old one went on running; a
+    slurmdbd group naming another host started slurmdbd on an empty database (sacct showed no
+    history) while the old slurmdbd and its database went on. A host the inventory no longer
+    has at all is not read: its state is the site's to keep (a controller lost with its disk).
+    """
+    controllers, dbd_hosts = list(controllers), list(dbd_hosts)
+    lines = {host: [str(line).strip() for line in (read or [])] for host, read in reads.items()}
+
+    def old_dir(host: str) -> str:
+        found = [line[4:] for line in lines[host] if line.startswith("old=")]
+        return (found[0] if found else "").rstrip("/") or "(its StateSaveLocation)"
+
+    problems = []
+    primary = controllers[0] if controllers else ""
+    primary_has_state = any(tag in lines.get(primary, []) for tag in ("same_state", "other_state"))
+    for host in sorted(set(lines) - set(controllers)):
+        running = "ctld_active" in lines[host]
+        left = primary in lines and "old_state" in lines[host] and not primary_has_state
+        if not (running or left):
+            continue
+        loss = (f"its state (jobs, node states, reservations in {old_dir(host)}) is not on {primary}: slurmctld "
+                "would start there with none, cancelling the running jobs and dropping the pending ones")
+        fix = (f"To move the controller: stop slurmctld on {host} (systemctl disable --now slurmctld), copy its state "
+               f"to {primary} (cp -a {old_dir(host)}/. into {state_dir} there, owned by SlurmUser) and run again")
+        if running:
+            problems.append(
+                f"{host} runs slurmctld, but {controller_group} no longer holds it ({', '.join(controllers)}): left "
+                "running, it would go on as a second controller with the old configuration" + (f", and {loss}" if left else "")
+                + f". {fix}; or keep {host} in {controller_group}.")
+        else:
+            problems.append(
+                f"slurmctld's state is on {host}, which {controller_group} no longer holds, and {loss}. {fix}; to start "
+                f"the new controller with no state, move {old_dir(host)} aside on {host} first.")
+    if not (local_db and dbd_hosts):
+        return problems
+    new_dbd = dbd_hosts[0]
+    new_has_db = "db" in lines.get(new_dbd, [])
+    for host in sorted(set(lines) - set(dbd_hosts)):
+        running = "dbd_active" in lines[host]
+        left = new_dbd in lines and "db" in lines[host] and not new_has_db
+        if not (running or left):
+            continue
+        loss = (f"its accounting database {db_name} (every job's record, the associations, QOS and usage) is not on "
+                f"{new_dbd}: slurmdbd would start there on an empty one and sacct would show none of the history")
+        fix = (f"To move slurmdbd: stop it on {host} (systemctl disable --now slurmdbd), copy the database to {new_dbd} "
+               f"(mysqldump --single-transaction --databases {db_name} on {host}, loaded with mysql on {new_dbd} once "
+               "MariaDB is installed there) and run again")
+        if running:
+            problems.append(
+                f"{host} runs slurmdbd, but {dbd_group} no longer holds it ({', '.join(dbd_hosts)}): left running, it "
+                "would go on serving the old accounting database" + (f", and {loss}" if left else "")
+                + f". {fix}; or keep {host} in {dbd_group}.")
+        else:
+            problems.append(
+                f"The accounting database {db_name} is on {host}, which {dbd_group} no longer holds, and {loss}. {fix}; "
+                f"to start the accounting afresh, drop it on {host} first (after a dump you keep).")
+    return problems
+
+
 def started_from_stopped(result: Any) -> bool:
     """Whether an "Enable and start" result (ansible.builtin.systemd_service, state=started) brought the
     daemon up from stopped: it changed, and the status it reports, read before the start, was inactive or

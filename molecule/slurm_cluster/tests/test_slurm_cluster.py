@@ -572,6 +572,76 @@ def test_a_moved_state_save_location_stops_until_the_state_is_copied(host):
         ctl.run(f"rm -rf {moved}")
 
 
+def test_moving_slurmctld_and_slurmdbd_stops_until_their_state_and_database_are_copied(host, tmp_path):
+    """The controller and slurmdbd groups naming the login host instead, with a running and a
+    held job: on a lab, before, slurm.yml passed, the new slurmctld started with no state (the
+    running job killed, the held one gone) and the new slurmdbd on an empty database (sacct
+    showed no history), while the old daemons went on running. Now slurm.yml and site.yml stop
+    in their host checks, naming the old host, the running daemons and what the new host
+    lacks; with the daemons stopped they still stop until the state and the database are
+    copied. Copied as the message says, the move keeps both jobs and the accounting history,
+    and moving back the same way keeps them again."""
+    ctl, login = lab_host(CONTROLLER), lab_host(LOGIN)
+    state, dump = "/var/lib/slurm/slurmctld", "/root/slurm_acct_db.sql"
+    lab = yaml.safe_load(Path(lab_inventory()).read_text())
+    for group in ("slurm_controller", "slurm_dbd"):
+        lab["all"]["children"][group]["hosts"] = {LOGIN: {}}
+    moved = tmp_path / "moved.yml"
+    moved.write_text(yaml.safe_dump(lab))
+    def recorded() -> set[str]:
+        """The IDs of the jobs slurmdbd holds for the cluster."""
+        return {line.split("|")[0] for line in host.check_output(SACCT_JOBS).splitlines()}
+
+    history = recorded()
+    assert history, "the earlier tests' jobs are in sacct"
+    running = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --wrap 'sleep 600'").strip()
+    held = host.check_output("sbatch --parsable --hold --wrap 'sleep 1'").strip()
+
+    def copy(source, target):
+        """The fix as the refusal gives it: slurmctld's state and the accounting database, from
+        SOURCE (its daemons stopped) to TARGET."""
+        out = source.check_output(f"tar -C {state} -czf - . | base64 -w0")
+        target.run_expect([0], f"install -d -o slurm -g slurm -m 0750 {state} && echo {out} | base64 -d | tar -C {state} -xzpf -")
+        source.run_expect([0], f"mysqldump --single-transaction --databases slurm_acct_db > {dump}")
+        target.run_expect([0], "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mariadb-server"
+                               " && systemctl enable --now mariadb")
+        sql = source.check_output(f"gzip -c {dump} | base64 -w0")
+        target.run_expect([0], f"echo {sql} | base64 -d | gunzip | mysql")
+
+    try:
+        wait_for(lambda: job_state(host, running) == "RUNNING", f"job {running} running")
+        for book in ("slurm.yml", "site.yml"):
+            run, flat = refused(book, inventory=str(moved))
+            assert (f"{CONTROLLER} runs slurmctld, but slurm_controller no longer holds it ({LOGIN}): left running, it "
+                    "would go on as a second controller with the old configuration, and its state (jobs, node states, "
+                    f"reservations in {state}) is not on {LOGIN}") in flat, run.stdout[-4000:]
+            assert (f"{CONTROLLER} runs slurmdbd, but slurm_dbd no longer holds it ({LOGIN}): left running, it would go "
+                    f"on serving the old accounting database, and its accounting database slurm_acct_db") in flat
+            assert "Nothing was changed." in flat
+        ctl.run_expect([0], "systemctl disable --now slurmctld slurmdbd")
+        run, flat = refused("slurm.yml", inventory=str(moved))
+        assert f"slurmctld's state is on {CONTROLLER}, which slurm_controller no longer holds" in flat, run.stdout[-4000:]
+        assert f"The accounting database slurm_acct_db is on {CONTROLLER}, which slurm_dbd no longer holds" in flat
+        copy(ctl, login)
+        run = playbook("slurm.yml", inventory=str(moved))
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert login.service("slurmctld").is_running and login.service("slurmdbd").is_running
+        assert job_state(host, running) == "RUNNING" and job_state(host, held) == "PENDING"
+        assert history <= recorded()
+        # And back, the same way.
+        login.run_expect([0], "systemctl disable --now slurmctld slurmdbd")
+        copy(login, ctl)
+        run = playbook("slurm.yml")
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert ctl.service("slurmctld").is_running and ctl.service("slurmdbd").is_running
+        assert job_state(host, running) == "RUNNING" and job_state(host, held) == "PENDING"
+        assert history <= recorded()
+    finally:
+        login.run("systemctl disable --now slurmctld slurmdbd mariadb")
+        ctl.run("systemctl enable --now slurmdbd slurmctld")
+        host.run(f"scancel {running} {held}")
+
+
 def test_a_node_line_asking_more_than_the_host_has_stops_the_run(host):
     """slurm_node_config asking for more memory than the compute nodes have: slurmd registers
     what it finds and slurmctld marks the node INVAL (on a lab, before: the run wrote slurm.conf,

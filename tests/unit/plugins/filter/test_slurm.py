@@ -228,3 +228,57 @@ def test_node_hardware_errors_name_what_slurm_node_config_asks_above_the_host():
     assert F["slurm_node_hardware_errors"]("c1", {"c1": {"ansible_facts": facts, "slurm_node_config": fine}}) == []
     assert F["slurm_node_hardware_errors"]("c1", {"c1": {"ansible_facts": facts}}) == []
     assert F["slurm_node_hardware_errors"]("c1", {"c1": {"slurm_node_config": {"RealMemory": 999999}}}) == []
+
+
+def _read(*lines, rc=0):
+    return {"__slurm_saved_state": {"rc": rc, "stdout_lines": list(lines)}}
+
+
+def test_daemon_moves_name_a_daemon_left_running_and_what_the_new_host_lacks():
+    state, conf = "/var/lib/slurm/slurmctld", "old=/var/lib/slurm/slurmctld"
+    hostvars = {
+        "old": _read(conf, "old_state", "ctld_active", "dbd_active", "db", "ctld_host=old", "acct_host=old"),
+        "new": _read(conf, "ctld_host=old", "acct_host=old"),
+        "c1": _read(conf, "ctld_host=old"),
+        "skipped": {"__slurm_saved_state": {"skipped": True}},
+    }
+    hosts = list(hostvars)
+    problems = F["slurm_daemon_moves"](hosts, hostvars, ["new"], ["new"], state, "acct", True, "ctl", "dbd")
+    assert len(problems) == 2
+    ctl, dbd = problems
+    assert ctl.startswith("old runs slurmctld, but ctl no longer holds it (new): left running, it would go on as a second "
+                          "controller with the old configuration, and its state (jobs, node states, reservations in "
+                          f"{state}) is not on new: slurmctld would start there with none")
+    assert f"cp -a {state}/. into {state} there" in ctl and ctl.endswith("or keep old in ctl.")
+    assert dbd.startswith("old runs slurmdbd, but dbd no longer holds it (new): left running, it would go on serving the "
+                          "old accounting database, and its accounting database acct")
+    assert "mysqldump --single-transaction --databases acct on old" in dbd and dbd.endswith("or keep old in dbd.")
+
+    # Stopped, not copied: the state and the database are still named, the daemons no more.
+    hostvars["old"] = _read(conf, "old_state", "db")
+    stopped = F["slurm_daemon_moves"](hosts, hostvars, ["new"], ["new"], state, "acct", True, "ctl", "dbd")
+    assert [p.split(",")[0] for p in stopped] == ["slurmctld's state is on old", "The accounting database acct is on old"]
+    assert "move /var/lib/slurm/slurmctld aside on old first" in stopped[0]
+
+    # Copied: the new host has state (same or other) and the database.
+    hostvars["new"] = _read(conf, "other_state", "db")
+    assert F["slurm_daemon_moves"](hosts, hostvars, ["new"], ["new"], state, "acct", True) == []
+    # An external database is not the role's to copy; no slurmdbd group, no accounting.
+    hostvars["new"] = _read(conf, "same_state")
+    assert F["slurm_daemon_moves"](hosts, hostvars, ["new"], ["new"], state, "acct", False) == []
+    assert F["slurm_daemon_moves"](hosts, hostvars, ["new"], [], state, "acct", True) == []
+    # The new host not read (it did not answer): nothing can be said of what it lacks.
+    del hostvars["new"]
+    assert F["slurm_daemon_moves"](list(hostvars), hostvars, ["new"], ["new"], state, "acct", True) == []
+
+
+def test_daemon_moves_read_hosts_out_of_the_slurm_groups_from_the_delegated_reads():
+    """A host in no Slurm group any more is read from the primary (loop results, item: the host)."""
+    hostvars = {"new": _read("old=/s", "ctld_host=old", "acct_host=old"), "c1": _read("old=/s", "ctld_host=old")}
+    assert F["slurm_daemon_hosts_unread"](list(hostvars), hostvars) == ["old"]
+    left = [{"__slurm_left_host": "old", "rc": 0, "stdout_lines": ["old=/s", "old_state", "ctld_active"]},
+            {"__slurm_left_host": "gone", "unreachable": True}]
+    problems = F["slurm_daemon_moves"](list(hostvars), hostvars, ["new"], ["new"], "/s", "acct", True,
+                                       "slurm_controller", "slurm_dbd", left)
+    assert len(problems) == 1 and problems[0].startswith("old runs slurmctld, but slurm_controller no longer holds it")
+    assert F["slurm_daemon_hosts_unread"](["new"], {"new": _read("old=/s")}) == []
