@@ -664,7 +664,10 @@ def test_a_misspelt_slurm_conf_key_stops_the_run(host):
     in its next Slurm command, after which every Slurm command there stopped with "Unable to
     process configuration file" and slurmctld would not have started again. Now slurm.yml and
     site.yml stop in their host checks, where the installed Slurm parses the file the run
-    would write, naming the controller and Slurm's own error, with nothing changed."""
+    would write, naming the controller and Slurm's own error, with nothing changed. A misspelt
+    plugin name parses (scontrol loads no plugin): on a lab, before, SchedulerType=sched/backfil
+    was written, slurmctld failed to start and the cluster was down; now it is looked for in
+    the plugin directory and refused the same way."""
     ctl = lab_host(CONTROLLER)
     conf = ctl.check_output("sha256sum /etc/slurm/slurm.conf")
     partition = {"name": "batch", "groups": ["slurm_compute"], "default": True,
@@ -674,7 +677,11 @@ def test_a_misspelt_slurm_conf_key_stops_the_run(host):
         run, flat = refused(book, "-e", json.dumps(extra))
         assert f"{CONTROLLER}: Slurm cannot read the slurm.conf this run would write (" in flat, run.stdout[-4000:]
         assert f"Parsing error at unrecognized key: {key};" in flat and "Nothing was changed." in flat
+    run, flat = refused("slurm.yml", "-e", json.dumps({"slurm_config": {**LAB_SLURM_CONFIG, "SchedulerType": "sched/backfil"}}))
+    assert (f"{CONTROLLER}: Slurm cannot read the slurm.conf this run would write (SchedulerType=sched/backfil names a "
+            "plugin the installed Slurm does not have (no sched_backfil.so in ") in flat, run.stdout[-4000:]
     assert ctl.check_output("sha256sum /etc/slurm/slurm.conf") == conf
+    assert ctl.service("slurmctld").is_running
     assert node_states(host) == {n: "idle" for n in COMPUTE}
 
 
