@@ -124,7 +124,7 @@ def test_a_slurm_conf_slurm_cannot_parse_stops_the_run_with_a_stand_in_scontrol(
     result = run_checks(tmp_path, old_state="jobs", new_state="jobs", same_place=True, extra=bogus)
     text = flat(result)
     assert result.returncode != 0, result.stdout[-3000:]
-    assert ("ctl: Slurm cannot read the slurm.conf this run would write (error: _parse_next_key: Parsing error at "
+    assert ("ctl: Slurm cannot read the files this run would write (slurm.conf: error: _parse_next_key: Parsing error at "
             "unrecognized key: Bogus; fatal: Unable to process configuration file).") in text, text[-3000:]
     assert "/tmp/" not in text.split("Slurm cannot read")[1].split("Nothing was changed")[0]
     without = run_checks(tmp_path, old_state="jobs", new_state="jobs", same_place=True, extra=bogus, scontrol=False)

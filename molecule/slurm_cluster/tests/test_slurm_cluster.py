@@ -675,11 +675,19 @@ def test_a_misspelt_slurm_conf_key_stops_the_run(host):
     for book, extra, key in (("slurm.yml", {"slurm_partitions": [partition]}, "MaxNodez"),
                              ("site.yml", {"slurm_node_config": {"Weigth": 5}}, "Weigth")):
         run, flat = refused(book, "-e", json.dumps(extra))
-        assert f"{CONTROLLER}: Slurm cannot read the slurm.conf this run would write (" in flat, run.stdout[-4000:]
+        assert f"{CONTROLLER}: Slurm cannot read the files this run would write (slurm.conf: " in flat, run.stdout[-4000:]
         assert f"Parsing error at unrecognized key: {key};" in flat and "Nothing was changed." in flat
     run, flat = refused("slurm.yml", "-e", json.dumps({"slurm_config": {**LAB_SLURM_CONFIG, "SchedulerType": "sched/backfil"}}))
-    assert (f"{CONTROLLER}: Slurm cannot read the slurm.conf this run would write (SchedulerType=sched/backfil names a "
-            "plugin the installed Slurm does not have (no sched_backfil.so in ") in flat, run.stdout[-4000:]
+    assert (f"{CONTROLLER}: Slurm cannot read the files this run would write (slurm.conf: SchedulerType=sched/backfil "
+            "names a plugin the installed Slurm does not have (no sched_backfil.so in ") in flat, run.stdout[-4000:]
+    # cgroup.conf and slurmdbd.conf have no parse-only command: before, a misspelt key made the
+    # reconfigure fail and slurmctld stop, or left slurmdbd failed. Their keys are looked for
+    # among the installed parser's own.
+    run, flat = refused("site.yml", "-e", json.dumps({"slurm_cgroup_config": {"ConstrainRAMSpac": True},
+                                                      "slurm_dbd_config": {"PurgeJobAfterr": "12month"}}))
+    assert (f"{CONTROLLER}: Slurm cannot read the files this run would write (slurmdbd.conf: unknown key PurgeJobAfterr "
+            "(not a key the installed Slurm has); cgroup.conf: unknown key ConstrainRAMSpac") in flat, run.stdout[-4000:]
+    assert "slurm_cgroup_config or slurm_dbd_config is misspelt" in flat
     assert ctl.check_output("sha256sum /etc/slurm/slurm.conf") == conf
     assert ctl.service("slurmctld").is_running
     assert node_states(host) == {n: "idle" for n in COMPUTE}
