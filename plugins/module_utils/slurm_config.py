@@ -514,7 +514,9 @@ def daemon_moves(reads: Mapping[str, Iterable[str]], *, controllers: Iterable[st
     READS[host]: the lines of the Slurm host checks' read on that host (tasks/preflight.yml):
     `old=DIR` (StateSaveLocation in its current slurm.conf), `old_state` (job_state there),
     `same_state`/`other_state` (job_state at the new location, controllers), `ctld_active`,
-    `dbd_active` (the daemon runs there), `db` (the accounting database's directory exists).
+    `dbd_active` (the daemon runs there), `db` (the accounting database's directory exists),
+    `db_now=NAME`/`db_now_kept` (the database the current slurmdbd.conf names, and whether it
+    is there: a changed slurm_db_name on the same host leaves the history behind too).
     A host in no Slurm group any more that slurm.conf still names is read from the primary
     controller and counts like the others. On a lab, a controller group naming another host passed: the new slurmctld started with no
     state (the running job killed, the held one gone) while the old one went on running; a
@@ -554,6 +556,14 @@ def daemon_moves(reads: Mapping[str, Iterable[str]], *, controllers: Iterable[st
         return problems
     new_dbd = dbd_hosts[0]
     new_has_db = "db" in lines.get(new_dbd, [])
+    db_now = [line[7:] for line in lines.get(new_dbd, []) if line.startswith("db_now=")]
+    if db_now and db_now[0] != db_name and "db_now_kept" in lines[new_dbd] and not new_has_db:
+        problems.append(
+            f"slurm_db_name is {db_name}, but slurmdbd on {new_dbd} keeps the accounting in database {db_now[0]}: "
+            f"restarted on {db_name}, which does not exist there, it would begin an empty one and sacct would show "
+            f"none of the history (every job's record, the associations' usage). Copy it (mysqldump --single-transaction "
+            f"{db_now[0]} | mysql {db_name}, after CREATE DATABASE {db_name}) and run again, or set slurm_db_name back "
+            f"to {db_now[0]}.")
     for host in sorted(set(lines) - set(dbd_hosts)):
         running = "dbd_active" in lines[host]
         left = new_dbd in lines and "db" in lines[host] and not new_has_db

@@ -642,6 +642,30 @@ def test_moving_slurmctld_and_slurmdbd_stops_until_their_state_and_database_are_
         host.run(f"scancel {running} {held}")
 
 
+def test_a_renamed_accounting_database_stops_until_it_is_copied(host):
+    """slurm_db_name changed on the running cluster: on a lab, before, slurm.yml passed and
+    slurmdbd restarted on a new, empty database (sacct went from 10 jobs to none). Now the run
+    stops in the host checks, naming both databases and the fix; copied as the message says,
+    the rename keeps every recorded job, and the old name back works as before."""
+    ctl = lab_host(CONTROLLER)
+    history = {line.split("|")[0] for line in host.check_output(SACCT_JOBS).splitlines()}
+    assert history, "the earlier tests' jobs are in sacct"
+    run, flat = refused("slurm.yml", "-e", "slurm_db_name=renamed_acct_db")
+    assert (f"{CONTROLLER}: slurm_db_name is renamed_acct_db, but slurmdbd on {CONTROLLER} keeps the accounting in "
+            "database slurm_acct_db: restarted on renamed_acct_db, which does not exist there") in flat, run.stdout[-4000:]
+    try:
+        ctl.run_expect([0], "mysql -e 'CREATE DATABASE renamed_acct_db' && mysqldump --single-transaction slurm_acct_db"
+                            " | mysql renamed_acct_db")
+        for extra in (["-e", "slurm_db_name=renamed_acct_db"], []):
+            run = playbook("slurm.yml", *extra)
+            assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+            wait_for(lambda: history <= {line.split("|")[0] for line in host.check_output(SACCT_JOBS).splitlines()},
+                     "every recorded job in sacct")
+        assert "StorageLoc=slurm_acct_db" in ctl.file("/etc/slurm/slurmdbd.conf").content_string
+    finally:
+        ctl.run("mysql -e 'DROP DATABASE IF EXISTS renamed_acct_db'")
+
+
 def test_a_node_line_asking_more_than_the_host_has_stops_the_run(host):
     """slurm_node_config asking for more memory than the compute nodes have: slurmd registers
     what it finds and slurmctld marks the node INVAL (on a lab, before: the run wrote slurm.conf,

@@ -282,3 +282,15 @@ def test_daemon_moves_read_hosts_out_of_the_slurm_groups_from_the_delegated_read
                                        "slurm_controller", "slurm_dbd", left)
     assert len(problems) == 1 and problems[0].startswith("old runs slurmctld, but slurm_controller no longer holds it")
     assert F["slurm_daemon_hosts_unread"](["new"], {"new": _read("old=/s")}) == []
+
+
+def test_daemon_moves_name_a_renamed_accounting_database_left_behind():
+    hostvars = {"dbd": _read("old=", "db_now=acct", "db_now_kept")}
+    problems = F["slurm_daemon_moves"](["dbd"], hostvars, ["dbd"], ["dbd"], "/s", "acct2", True)
+    assert len(problems) == 1
+    assert problems[0].startswith("slurm_db_name is acct2, but slurmdbd on dbd keeps the accounting in database acct: ")
+    assert "set slurm_db_name back to acct." in problems[0]
+    # Copied (the new one exists), the same name, the old one gone, or an external database: nothing.
+    for lines in (["db_now=acct", "db_now_kept", "db"], ["db_now=acct2", "db_now_kept"], ["db_now=acct"]):
+        assert F["slurm_daemon_moves"](["dbd"], {"dbd": _read(*lines)}, ["dbd"], ["dbd"], "/s", "acct2", True) == []
+    assert F["slurm_daemon_moves"](["dbd"], hostvars, ["dbd"], ["dbd"], "/s", "acct2", False) == []
