@@ -36,7 +36,9 @@ description:
   - C(slurm_daemon_moves) reads the Slurm host checks' read of each host (its C(__slurm_saved_state) lines) and names,
     one sentence each with its fix, a slurmctld or slurmdbd left running on a host its group no longer holds, and
     state or an accounting database the new host lacks; C(slurm_daemon_hosts_unread) names the hosts the current
-    C(slurm.conf) of a host read names as slurmctld's or slurmdbd's that were not read themselves.
+    C(slurm.conf) of a host read names as slurmctld's or slurmdbd's that were not read themselves;
+    C(slurm_unshared_state_errors) names, with a backup controller, the controllers whose state location is on a
+    local file system.
   - C(slurm_accounting_errors) checks the shape of C(slurm_accounting_qos), C(slurm_accounting_accounts) and
     C(slurm_accounting_users) (module_utils.slurm_accounting).
 options:
@@ -186,6 +188,12 @@ def slurm_daemon_moves(hosts: list[str], hostvars: Mapping[str, Any], controller
                            dbd_group=str(dbd_group))
 
 
+def slurm_unshared_state_errors(hosts: list[str], hostvars: Mapping[str, Any], controllers: list[str], state_dir: str,
+                                controller_group: str = "slurm_controller") -> list[str]:
+    return sc.unshared_state_errors(_host_reads(hosts, hostvars), controllers=controllers or [], state_dir=str(state_dir),
+                                    controller_group=str(controller_group))
+
+
 def slurm_started_from_stopped(result: Any) -> bool:
     return sc.started_from_stopped(result)
 
@@ -221,6 +229,7 @@ class FilterModule:
             "slurm_jobs_at_risk": slurm_jobs_at_risk,
             "slurm_daemon_moves": slurm_daemon_moves,
             "slurm_daemon_hosts_unread": slurm_daemon_hosts_unread,
+            "slurm_unshared_state_errors": slurm_unshared_state_errors,
             "slurm_node_hardware_errors": slurm_node_hardware_errors,
             "slurm_reconfigure_needed": slurm_reconfigure_needed,
         }

@@ -498,6 +498,36 @@ def jobs_at_risk(lines: Iterable[str], partitions: Iterable[str], nodes: Iterabl
     return problems
 
 
+# File system types (as `stat -f -c %T` names them) that are one host's own: a state location
+# on one of these is not shared between controllers. Types not listed (nfs, lustre, gpfs, ceph,
+# cifs, and those coreutils prints as UNKNOWN) are taken as shared.
+LOCAL_FILE_SYSTEMS = frozenset({"ext2/ext3", "xfs", "btrfs", "tmpfs", "overlayfs", "zfs", "f2fs", "vfat", "msdos",
+                                "ramfs", "reiserfs", "jfs", "squashfs", "isofs", "devtmpfs"})
+
+
+def unshared_state_errors(reads: Mapping[str, Iterable[str]], *, controllers: Iterable[str], state_dir: str,
+                          controller_group: str = "slurm_controller") -> list[str]:
+    """With a backup controller, where slurm_state_save_location is on a host's own file system
+    (READS: the host checks' lines, state_fs= on each controller). slurmctld on the backup takes
+    over from the state it finds there: on its own disk, none of the primary's jobs (or an older
+    copy of them). Nothing is said with one controller, or for a controller not read."""
+    controllers = list(controllers)
+    if len(controllers) < 2:
+        return []
+    local = []
+    for host in controllers:
+        fs = [str(line).strip()[9:] for line in (reads.get(host) or []) if str(line).strip().startswith("state_fs=")]
+        if fs and fs[0] in LOCAL_FILE_SYSTEMS:
+            local.append(f"{host} ({fs[0]})")
+    if not local:
+        return []
+    return [f"{controller_group} has a backup controller ({', '.join(controllers[1:])}), but slurm_state_save_location "
+            f"{state_dir} is on a local file system on {', '.join(local)}: the controllers would not share slurmctld's "
+            f"state, and a backup taking over would start with none of the primary's jobs (or an older copy). Put "
+            f"slurm_state_save_location on storage every controller mounts (NFS or another network file system), with "
+            f"the state copied there (docs/slurm.md, \"Moving slurmctld's state\"), or keep one controller."]
+
+
 def named_daemon_hosts(reads: Mapping[str, Iterable[str]]) -> list[str]:
     """The hosts the current slurm.conf of any host read names as slurmctld's (SlurmctldHost) or
     slurmdbd's (AccountingStorageHost), from the Slurm host checks' reads (daemon_moves)."""

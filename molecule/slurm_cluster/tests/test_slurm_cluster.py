@@ -642,6 +642,25 @@ def test_moving_slurmctld_and_slurmdbd_stops_until_their_state_and_database_are_
         host.run(f"scancel {running} {held}")
 
 
+def test_a_backup_controller_without_shared_state_stops_the_run(host, tmp_path):
+    """The login host added as a backup controller while slurm_state_save_location is on each
+    host's own disk (the lab hosts have no shared file system): a backup taking over would
+    start with none of the primary's jobs. slurm.yml and site.yml stop in their host checks,
+    naming the file system each controller has there, with nothing changed. (That a shared
+    location passes is unit-tested: the lab cannot mount one.)"""
+    lab = yaml.safe_load(Path(lab_inventory()).read_text())
+    lab["all"]["children"]["slurm_controller"]["hosts"] = {CONTROLLER: {}, LOGIN: {}}
+    backup = tmp_path / "backup.yml"
+    backup.write_text(yaml.safe_dump(lab))
+    for book in ("slurm.yml", "site.yml"):
+        run, flat = refused(book, inventory=str(backup))
+        assert (f"{CONTROLLER}: slurm_controller has a backup controller ({LOGIN}), but slurm_state_save_location "
+                f"/var/lib/slurm/slurmctld is on a local file system on {CONTROLLER} (") in flat, run.stdout[-4000:]
+        assert "a backup taking over would start with none of the primary's jobs" in flat
+    assert not lab_host(LOGIN).service("slurmctld").is_running
+    assert f"SlurmctldHost={LOGIN}" not in lab_host(COMPUTE[0]).file("/etc/slurm/slurm.conf").content_string
+
+
 def test_a_renamed_accounting_database_stops_until_it_is_copied(host):
     """slurm_db_name changed on the running cluster: on a lab, before, slurm.yml passed and
     slurmdbd restarted on a new, empty database (sacct went from 10 jobs to none). Now the run

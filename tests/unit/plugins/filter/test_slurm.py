@@ -294,3 +294,18 @@ def test_daemon_moves_name_a_renamed_accounting_database_left_behind():
     for lines in (["db_now=acct", "db_now_kept", "db"], ["db_now=acct2", "db_now_kept"], ["db_now=acct"]):
         assert F["slurm_daemon_moves"](["dbd"], {"dbd": _read(*lines)}, ["dbd"], ["dbd"], "/s", "acct2", True) == []
     assert F["slurm_daemon_moves"](["dbd"], hostvars, ["dbd"], ["dbd"], "/s", "acct2", False) == []
+
+
+def test_unshared_state_errors_name_controllers_whose_state_is_on_their_own_disk():
+    hostvars = {"a": _read("state_fs=nfs"), "b": _read("state_fs=overlayfs"), "c": _read("state_fs=UNKNOWN (0x19830326)")}
+    problems = F["slurm_unshared_state_errors"](list(hostvars), hostvars, ["a", "b"], "/var/lib/slurm/slurmctld", "ctl")
+    assert problems == [
+        "ctl has a backup controller (b), but slurm_state_save_location /var/lib/slurm/slurmctld is on a local file "
+        "system on b (overlayfs): the controllers would not share slurmctld's state, and a backup taking over would "
+        "start with none of the primary's jobs (or an older copy). Put slurm_state_save_location on storage every "
+        "controller mounts (NFS or another network file system), with the state copied there (docs/slurm.md, "
+        "\"Moving slurmctld's state\"), or keep one controller."]
+    # Shared (nfs, a type coreutils does not name), one controller, or a controller not read: nothing.
+    assert F["slurm_unshared_state_errors"](list(hostvars), hostvars, ["a", "c"], "/s") == []
+    assert F["slurm_unshared_state_errors"](list(hostvars), hostvars, ["b"], "/s") == []
+    assert F["slurm_unshared_state_errors"](["a"], hostvars, ["a", "b"], "/s") == []
