@@ -685,6 +685,25 @@ def test_a_renamed_accounting_database_stops_until_it_is_copied(host):
         ctl.run("mysql -e 'DROP DATABASE IF EXISTS renamed_acct_db'")
 
 
+def test_a_daemon_that_stops_at_once_fails_the_run_at_once_with_its_own_error(host):
+    """A slurmdbd.conf value slurmdbd refuses (the key is right, so the host checks pass):
+    before, the run waited 60 s for slurmdbd's port and said only "Timeout when waiting for
+    127.0.0.1:6819". Now the wait sees the unit failed and stops at once, quoting slurmdbd's own
+    log ("Invalid DebugLevel"); slurmctld goes on, and a run with the value fixed brings
+    slurmdbd back with the accounting as it was."""
+    ctl = lab_host(CONTROLLER)
+    run = playbook("slurm.yml", "-e", json.dumps({"slurm_dbd_config": {"DebugLevel": "verbosee"}}))
+    assert run.returncode != 0, run.stdout[-4000:]
+    assert "slurmdbd failed to start; its last log lines:" in run.stdout, run.stdout[-4000:]
+    assert "fatal: Invalid DebugLevel verbosee" in run.stdout
+    assert "Timeout when waiting" not in run.stdout
+    assert ctl.service("slurmctld").is_running
+    run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert ctl.service("slurmdbd").is_running
+    assert host.check_output(SACCT_JOBS)
+
+
 def test_a_node_line_asking_more_than_the_host_has_stops_the_run(host):
     """slurm_node_config asking for more memory than the compute nodes have: slurmd registers
     what it finds and slurmctld marks the node INVAL (on a lab, before: the run wrote slurm.conf,
