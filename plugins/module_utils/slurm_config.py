@@ -561,58 +561,56 @@ def daemon_moves(reads: Mapping[str, Iterable[str]], *, controllers: Iterable[st
         found = [line[4:] for line in lines[host] if line.startswith("old=")]
         return (found[0] if found else "").rstrip("/") or "(its StateSaveLocation)"
 
-    problems = []
+    def moved(host: str, running: bool, behind: bool, *, daemon: str, group: str, members: list[str], goes_on: str,
+              loss: str, fix: str, kept: str, fresh: str) -> str:
+        if running:
+            return (f"{host} runs {daemon}, but {group} no longer holds it ({', '.join(members)}): left running, it would "
+                    f"go on {goes_on}" + (f", and {loss}" if behind else "") + f". {fix}; or keep {host} in {group}.")
+        return f"{kept}, which {group} no longer holds, and {loss}. {fix}; {fresh}"
+
+    problems: list[str] = []
     primary = controllers[0] if controllers else ""
     primary_has_state = any(tag in lines.get(primary, []) for tag in ("same_state", "other_state"))
-    for host in sorted(set(lines) - set(controllers)):
-        running = "ctld_active" in lines[host]
-        left = primary in lines and "old_state" in lines[host] and not primary_has_state
-        if not (running or left):
-            continue
-        loss = (f"its state (jobs, node states, reservations in {old_dir(host)}) is not on {primary}: slurmctld "
-                "would start there with none, cancelling the running jobs and dropping the pending ones")
-        fix = (f"To move the controller: stop slurmctld on {host} (systemctl disable --now slurmctld), copy its state "
-               f"to {primary} (cp -a {old_dir(host)}/. into {state_dir} there, owned by SlurmUser) and run again")
-        if running:
+    # Per daemon: its group's hosts, the tag of a host where it runs, whether a host keeps what
+    # the new host lacks, and the words of the sentence for a host.
+    daemons = [(controllers, "ctld_active", lambda host: primary in lines and "old_state" in lines[host] and not primary_has_state,
+                lambda host: {
+                    "daemon": "slurmctld", "group": controller_group, "members": controllers,
+                    "goes_on": "as a second controller with the old configuration",
+                    "loss": (f"its state (jobs, node states, reservations in {old_dir(host)}) is not on {primary}: "
+                             "slurmctld would start there with none, cancelling the running jobs and dropping the pending ones"),
+                    "fix": (f"To move the controller: stop slurmctld on {host} (systemctl disable --now slurmctld), copy its "
+                            f"state to {primary} (cp -a {old_dir(host)}/. into {state_dir} there, owned by SlurmUser) and run again"),
+                    "kept": f"slurmctld's state is on {host}",
+                    "fresh": f"to start the new controller with no state, move {old_dir(host)} aside on {host} first."})]
+    if local_db and dbd_hosts:
+        new_dbd = dbd_hosts[0]
+        new_has_db = "db" in lines.get(new_dbd, [])
+        db_now = [line[7:] for line in lines.get(new_dbd, []) if line.startswith("db_now=")]
+        if db_now and db_now[0] != db_name and "db_now_kept" in lines[new_dbd] and not new_has_db:
             problems.append(
-                f"{host} runs slurmctld, but {controller_group} no longer holds it ({', '.join(controllers)}): left "
-                "running, it would go on as a second controller with the old configuration" + (f", and {loss}" if left else "")
-                + f". {fix}; or keep {host} in {controller_group}.")
-        else:
-            problems.append(
-                f"slurmctld's state is on {host}, which {controller_group} no longer holds, and {loss}. {fix}; to start "
-                f"the new controller with no state, move {old_dir(host)} aside on {host} first.")
-    if not (local_db and dbd_hosts):
-        return problems
-    new_dbd = dbd_hosts[0]
-    new_has_db = "db" in lines.get(new_dbd, [])
-    db_now = [line[7:] for line in lines.get(new_dbd, []) if line.startswith("db_now=")]
-    if db_now and db_now[0] != db_name and "db_now_kept" in lines[new_dbd] and not new_has_db:
-        problems.append(
-            f"slurm_db_name is {db_name}, but slurmdbd on {new_dbd} keeps the accounting in database {db_now[0]}: "
-            f"restarted on {db_name}, which does not exist there, it would begin an empty one and sacct would show "
-            f"none of the history (every job's record, the associations' usage). Copy it (mysqldump --single-transaction "
-            f"{db_now[0]} | mysql {db_name}, after CREATE DATABASE {db_name}) and run again, or set slurm_db_name back "
-            f"to {db_now[0]}.")
-    for host in sorted(set(lines) - set(dbd_hosts)):
-        running = "dbd_active" in lines[host]
-        left = new_dbd in lines and "db" in lines[host] and not new_has_db
-        if not (running or left):
-            continue
-        loss = (f"its accounting database {db_name} (every job's record, the associations, QOS and usage) is not on "
-                f"{new_dbd}: slurmdbd would start there on an empty one and sacct would show none of the history")
-        fix = (f"To move slurmdbd: stop it on {host} (systemctl disable --now slurmdbd), copy the database to {new_dbd} "
-               f"(mysqldump --single-transaction --databases {db_name} on {host}, loaded with mysql on {new_dbd} once "
-               "MariaDB is installed there) and run again")
-        if running:
-            problems.append(
-                f"{host} runs slurmdbd, but {dbd_group} no longer holds it ({', '.join(dbd_hosts)}): left running, it "
-                "would go on serving the old accounting database" + (f", and {loss}" if left else "")
-                + f". {fix}; or keep {host} in {dbd_group}.")
-        else:
-            problems.append(
-                f"The accounting database {db_name} is on {host}, which {dbd_group} no longer holds, and {loss}. {fix}; "
-                f"to start the accounting afresh, drop it on {host} first (after a dump you keep).")
+                f"slurm_db_name is {db_name}, but slurmdbd on {new_dbd} keeps the accounting in database {db_now[0]}: "
+                f"restarted on {db_name}, which does not exist there, it would begin an empty one and sacct would show "
+                f"none of the history (every job's record, the associations' usage). Copy it (mysqldump "
+                f"--single-transaction {db_now[0]} | mysql {db_name}, after CREATE DATABASE {db_name}) and run again, or "
+                f"set slurm_db_name back to {db_now[0]}.")
+        daemons.append((dbd_hosts, "dbd_active", lambda host: new_dbd in lines and "db" in lines[host] and not new_has_db,
+                        lambda host: {
+                            "daemon": "slurmdbd", "group": dbd_group, "members": dbd_hosts,
+                            "goes_on": "serving the old accounting database",
+                            "loss": (f"its accounting database {db_name} (every job's record, the associations, QOS and "
+                                     f"usage) is not on {new_dbd}: slurmdbd would start there on an empty one and sacct "
+                                     "would show none of the history"),
+                            "fix": (f"To move slurmdbd: stop it on {host} (systemctl disable --now slurmdbd), copy the "
+                                    f"database to {new_dbd} (mysqldump --single-transaction --databases {db_name} on {host}, "
+                                    f"loaded with mysql on {new_dbd} once MariaDB is installed there) and run again"),
+                            "kept": f"The accounting database {db_name} is on {host}",
+                            "fresh": f"to start the accounting afresh, drop it on {host} first (after a dump you keep)."}))
+    for members, running_tag, left, words in daemons:
+        for host in sorted(set(lines) - set(members)):
+            running, behind = running_tag in lines[host], left(host)
+            if running or behind:
+                problems.append(moved(host, running, behind, **words(host)))
     return problems
 
 
