@@ -96,6 +96,11 @@ COMPARE = "TASK [clusterdos.cluster.converge_stamp : Compare each host with its 
 SACCT_JOBS = "sacct --noheader --parsable2 --allocations --starttime 2020-01-01 --format JobID,State"
 
 
+def recorded_jobs(host) -> set[str]:
+    """The IDs of the jobs slurmdbd holds for the cluster."""
+    return {line.split("|")[0] for line in host.check_output(SACCT_JOBS).splitlines()}
+
+
 def wait_for(probe, what: str, tries: int = 60, delay: float = 2.0):
     """Poll until probe() returns a truthy value (a bound on waiting, not a timed assertion)."""
     for _ in range(tries):
@@ -588,11 +593,7 @@ def test_moving_slurmctld_and_slurmdbd_stops_until_their_state_and_database_are_
         lab["all"]["children"][group]["hosts"] = {LOGIN: {}}
     moved = tmp_path / "moved.yml"
     moved.write_text(yaml.safe_dump(lab))
-    def recorded() -> set[str]:
-        """The IDs of the jobs slurmdbd holds for the cluster."""
-        return {line.split("|")[0] for line in host.check_output(SACCT_JOBS).splitlines()}
-
-    history = recorded()
+    history = recorded_jobs(host)
     assert history, "the earlier tests' jobs are in sacct"
     running = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --wrap 'sleep 600'").strip()
     held = host.check_output("sbatch --parsable --hold --wrap 'sleep 1'").strip()
@@ -627,7 +628,7 @@ def test_moving_slurmctld_and_slurmdbd_stops_until_their_state_and_database_are_
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
         assert login.service("slurmctld").is_running and login.service("slurmdbd").is_running
         assert job_state(host, running) == "RUNNING" and job_state(host, held) == "PENDING"
-        assert history <= recorded()
+        assert history <= recorded_jobs(host)
         # And back, the same way.
         login.run_expect([0], "systemctl disable --now slurmctld slurmdbd")
         copy(login, ctl)
@@ -635,7 +636,7 @@ def test_moving_slurmctld_and_slurmdbd_stops_until_their_state_and_database_are_
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
         assert ctl.service("slurmctld").is_running and ctl.service("slurmdbd").is_running
         assert job_state(host, running) == "RUNNING" and job_state(host, held) == "PENDING"
-        assert history <= recorded()
+        assert history <= recorded_jobs(host)
     finally:
         login.run("systemctl disable --now slurmctld slurmdbd mariadb")
         ctl.run("systemctl enable --now slurmdbd slurmctld")
@@ -667,7 +668,7 @@ def test_a_renamed_accounting_database_stops_until_it_is_copied(host):
     stops in the host checks, naming both databases and the fix; copied as the message says,
     the rename keeps every recorded job, and the old name back works as before."""
     ctl = lab_host(CONTROLLER)
-    history = {line.split("|")[0] for line in host.check_output(SACCT_JOBS).splitlines()}
+    history = recorded_jobs(host)
     assert history, "the earlier tests' jobs are in sacct"
     run, flat = refused("slurm.yml", "-e", "slurm_db_name=renamed_acct_db")
     assert (f"{CONTROLLER}: slurm_db_name is renamed_acct_db, but slurmdbd on {CONTROLLER} keeps the accounting in "
@@ -678,8 +679,7 @@ def test_a_renamed_accounting_database_stops_until_it_is_copied(host):
         for extra in (["-e", "slurm_db_name=renamed_acct_db"], []):
             run = playbook("slurm.yml", *extra)
             assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-            wait_for(lambda: history <= {line.split("|")[0] for line in host.check_output(SACCT_JOBS).splitlines()},
-                     "every recorded job in sacct")
+            wait_for(lambda: history <= recorded_jobs(host), "every recorded job in sacct")
         assert "StorageLoc=slurm_acct_db" in ctl.file("/etc/slurm/slurmdbd.conf").content_string
     finally:
         ctl.run("mysql -e 'DROP DATABASE IF EXISTS renamed_acct_db'")
