@@ -38,7 +38,7 @@ description:
     state or an accounting database the new host lacks; C(slurm_daemon_hosts_unread) names the hosts the current
     C(slurm.conf) of a host read names as slurmctld's or slurmdbd's that were not read themselves;
     C(slurm_unshared_state_errors) names, with a backup controller, the controllers whose state location is on a
-    local file system.
+    local file system; C(slurm_taken_port_errors) names each daemon's port another program listens on.
   - C(slurm_accounting_errors) checks the shape of C(slurm_accounting_qos), C(slurm_accounting_accounts) and
     C(slurm_accounting_users) (module_utils.slurm_accounting).
 options:
@@ -194,6 +194,10 @@ def slurm_unshared_state_errors(hosts: list[str], hostvars: Mapping[str, Any], c
                                     controller_group=str(controller_group))
 
 
+def slurm_taken_port_errors(hosts: list[str], hostvars: Mapping[str, Any]) -> list[str]:
+    return sc.taken_port_errors(_host_reads(hosts, hostvars))
+
+
 def slurm_started_from_stopped(result: Any) -> bool:
     return sc.started_from_stopped(result)
 
@@ -230,6 +234,7 @@ class FilterModule:
             "slurm_daemon_moves": slurm_daemon_moves,
             "slurm_daemon_hosts_unread": slurm_daemon_hosts_unread,
             "slurm_unshared_state_errors": slurm_unshared_state_errors,
+            "slurm_taken_port_errors": slurm_taken_port_errors,
             "slurm_node_hardware_errors": slurm_node_hardware_errors,
             "slurm_reconfigure_needed": slurm_reconfigure_needed,
         }

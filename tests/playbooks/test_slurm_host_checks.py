@@ -10,7 +10,7 @@ does when the file holds a key named `Bogus` (no Slurm is installed here). The r
 against a running slurmctld, and a real parse error, are in molecule/slurm_cluster
 (test_a_moved_state_save_location_stops_until_the_state_is_copied,
 test_a_misspelt_slurm_conf_key_stops_the_run); the branch where the new place holds an
-older state runs only here.
+older state runs only here. The port check reads a real listener with this machine's `ss`.
 """
 
 from __future__ import annotations
@@ -129,3 +129,38 @@ def test_a_slurm_conf_slurm_cannot_parse_stops_the_run_with_a_stand_in_scontrol(
     assert "/tmp/" not in text.split("Slurm cannot read")[1].split("Nothing was changed")[0]
     without = run_checks(tmp_path, old_state="jobs", new_state="jobs", same_place=True, extra=bogus, scontrol=False)
     assert without.returncode == 0, without.stdout[-3000:]
+
+
+def test_a_port_another_program_listens_on_stops_the_run(tmp_path):
+    """A real listener (a Python web server on a free local port) on the port slurm_config gives
+    slurmctld, read with this machine's own `ss`: stopped, naming the host, the port, the program
+    and its pid; a range holding that port is read port by port; a free port passes."""
+    import shutil
+    import socket
+
+    if not shutil.which("ss"):
+        pytest.skip("no ss (iproute2) on this machine: the read checks no port without it")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+        program = Path(f"/proc/{server.pid}/comm").read_text().strip()
+        for value in (port, f"{port - 1}-{port}"):
+            result = run_checks(tmp_path, old_state="jobs", new_state="jobs", same_place=True,
+                                extra={"slurm_config": {"SlurmctldPort": value}})
+            text = flat(result)
+            assert result.returncode != 0, result.stdout[-3000:]
+            assert (f"On ctl, SlurmctldPort {port} is taken by another program, {program} (pid {server.pid}): slurmctld "
+                    "could not listen on it and would stop at its next start.") in text, text[-3000:]
+    finally:
+        server.terminate()
+        server.wait()
+    free = run_checks(tmp_path, old_state="jobs", new_state="jobs", same_place=True,
+                      extra={"slurm_config": {"SlurmctldPort": port}})
+    assert free.returncode == 0, free.stdout[-3000:]

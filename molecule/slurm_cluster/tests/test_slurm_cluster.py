@@ -704,6 +704,67 @@ def test_a_daemon_that_stops_at_once_fails_the_run_at_once_with_its_own_error(ho
     assert host.check_output(SACCT_JOBS)
 
 
+def test_a_port_another_program_holds_or_a_user_only_the_controller_has_stops_the_run(host):
+    """Two values that hold on the controller and not on a compute node. SlurmdPort moved to a
+    port a web server holds on one node: before (on a lab), the run passed, slurmd stopped there
+    ("Unable to bind listen port") and sinfo went on showing the node idle. SlurmdUser naming a
+    user only the controller has (mysql, MariaDB's): slurm.conf parsed there, the run wrote it
+    everywhere, slurmd stopped on both compute nodes and the run passed them. Now slurm.yml and
+    site.yml stop in their host checks (each Slurm host looks for another program on its
+    daemons' ports, and parses the slurm.conf the run would write), naming the host, the
+    program or Slurm's own error, with nothing changed."""
+    node = lab_host(COMPUTE[0])
+    conf = node.check_output("sha256sum /etc/slurm/slurm.conf")
+    node.check_output("systemd-run --unit clusterdos-test-squat python3 -m http.server 7000")
+    try:
+        wait_for(lambda: node.socket("tcp://0.0.0.0:7000").is_listening, "the web server on port 7000")
+        for book in ("slurm.yml", "site.yml"):
+            run, flat = refused(book, "-e", json.dumps({"slurm_config": {**LAB_SLURM_CONFIG, "SlurmdPort": 7000}}))
+            assert (f"On {COMPUTE[0]}, SlurmdPort 7000 is taken by another program, python3 (pid ") in flat, run.stdout[-4000:]
+            assert "slurmd could not listen on it and would stop at its next start." in flat
+            assert "Nothing was changed." in flat
+    finally:
+        node.run("systemctl stop clusterdos-test-squat")
+    run, flat = refused("slurm.yml", "-e", json.dumps({"slurm_config": {**LAB_SLURM_CONFIG, "SlurmdUser": "mysql"}}))
+    for name in COMPUTE + [LOGIN]:
+        assert (f"{name}: Slurm cannot read the files this run would write (slurm.conf: error: Invalid user for "
+                "SlurmdUser mysql") in flat, run.stdout[-4000:]
+    assert f"{CONTROLLER}: Slurm cannot read" not in flat
+    assert node.check_output("sha256sum /etc/slurm/slurm.conf") == conf
+    assert node_states(host) == {n: "idle" for n in COMPUTE}
+    assert all(lab_host(n).service("slurmd").is_running for n in COMPUTE)
+
+
+def test_a_slurmd_that_stops_at_once_fails_its_node_at_once_with_its_own_error(host):
+    """A slurmd that stops right after systemd started it, past the host checks. Stand-in for
+    the cause: a unit drop-in starts another program on SlurmdPort just before slurmd (a port
+    taken between the checks and the start; the checks refuse a port taken before). Before,
+    the run waited for slurmctld to list the node up, which it still did from the node's last
+    state, and passed with slurmd failed. Now the node's own wait sees the unit failed and
+    fails that node at once, quoting slurmd's log ("Unable to bind listen port"); the other
+    node goes on, and a run once the port is free brings slurmd back."""
+    name = COMPUTE[0]
+    node = lab_host(name)
+    dropin = "/etc/systemd/system/slurmd.service.d/99-clusterdos-test-squat.conf"
+    node.check_output(f"mkdir -p {dropin.rsplit('/', 1)[0]} && printf '%s\\n' '[Service]' "
+                      "'ExecStartPre=/usr/bin/systemd-run --unit clusterdos-test-squat python3 -m http.server 6818' "
+                      f"'ExecStartPre=/bin/sleep 1' > {dropin} && systemctl daemon-reload && systemctl stop slurmd")
+    try:
+        run = playbook("slurm.yml")
+        assert run.returncode != 0, run.stdout[-4000:]
+        assert recap(run.stdout)[name]["failed"] == 1 and all(recap(run.stdout)[n]["failed"] == 0 for n in COMPUTE[1:])
+        out = task_output(run.stdout.replace("RUNNING HANDLER [", "TASK ["),
+                          "clusterdos.cluster.slurm : Wait for slurmd after its start or restart")
+        assert "slurmd failed to start; its last log lines:" in out, out
+        assert "error: Unable to bind listen port (6818): Address already in use" in out
+    finally:
+        node.run(f"systemctl stop clusterdos-test-squat; rm -f {dropin}; systemctl daemon-reload")
+    run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert node.service("slurmd").is_running
+    wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "both compute nodes idle")
+
+
 def test_a_node_line_asking_more_than_the_host_has_stops_the_run(host):
     """slurm_node_config asking for more memory than the compute nodes have: slurmd registers
     what it finds and slurmctld marks the node INVAL (on a lab, before: the run wrote slurm.conf,

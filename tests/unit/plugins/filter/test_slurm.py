@@ -309,3 +309,22 @@ def test_unshared_state_errors_name_controllers_whose_state_is_on_their_own_disk
     assert F["slurm_unshared_state_errors"](list(hostvars), hostvars, ["a", "c"], "/s") == []
     assert F["slurm_unshared_state_errors"](list(hostvars), hostvars, ["b"], "/s") == []
     assert F["slurm_unshared_state_errors"](["a"], hostvars, ["a", "b"], "/s") == []
+
+
+def test_taken_port_errors_name_each_host_port_and_program_once():
+    hostvars = {
+        "c1": _read("old=/x", "port_taken=SlurmdPort 7000 slurmd python3 1103", "port_taken=SlurmdPort 7000 slurmd python3 1103"),
+        "ctl": _read("port_taken=DbdPort 6819 slurmdbd nginx 7", "port_taken=SlurmctldPort 6818 slurmctld slurmd"),
+        "c2": _read("ctld_active"),
+    }
+    assert F["slurm_taken_port_errors"](list(hostvars), hostvars) == [
+        "On c1, SlurmdPort 7000 is taken by another program, python3 (pid 1103): slurmd could not listen on it and would "
+        "stop at its next start. Stop that program, or give slurmd a free port (slurm_config: {SlurmdPort: ...}).",
+        "On ctl, DbdPort 6819 is taken by another program, nginx (pid 7): slurmdbd could not listen on it and would stop "
+        "at its next start. Stop that program, or give slurmdbd a free port (slurm_dbd_config: {DbdPort: ...}).",
+        "On ctl, SlurmctldPort 6818 is taken by another program, slurmd: slurmctld could not listen on it and would "
+        "stop at its next start. Stop that program, or give slurmctld a free port (slurm_config: {SlurmctldPort: ...}).",
+    ]
+    # A host not read, or read without such a line (a line cut short is not one): nothing.
+    assert F["slurm_taken_port_errors"](["c2", "c9"], hostvars) == []
+    assert F["slurm_taken_port_errors"](["c1"], {"c1": _read("port_taken=SlurmdPort 7000")}) == []
