@@ -12,6 +12,7 @@ description:
   - C(slurm_hostlist) compresses host names into Slurm's hostlist syntax (C(c[1-3],g07)).
   - The same file provides C(slurm_expand_hostlist) (the inverse), C(slurm_conf_line) (a mapping
     as one C(Key=Value ...) line), C(slurm_conf_lines) (a flat mapping as sorted lines), C(slurm_controller_lines) (SlurmctldHost lines),
+    C(slurm_mariadb_lines) (MariaDB options as sorted lines, booleans as ON/OFF),
     C(slurm_nodes) (NodeName records from facts and C(slurm_node_*) host variables, identical
     hardware merged), C(slurm_partitions) (PartitionName records from groups),
     C(slurm_gres) (gres.conf records, C(AutoDetect=nvml) on NVIDIA hosts), C(slurm_version_series)
@@ -102,6 +103,13 @@ def slurm_conf_line(record: Mapping[str, Any]) -> str:
 def slurm_conf_lines(config: Mapping[str, Any]) -> list[str]:
     try:
         return sc.conf_lines(config)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def slurm_mariadb_lines(config: Mapping[str, Any]) -> list[str]:
+    try:
+        return sc.mariadb_lines(config or {})
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 
@@ -221,6 +229,7 @@ class FilterModule:
             "slurm_conf_line": slurm_conf_line,
             "slurm_accounting_errors": slurm_accounting_errors,
             "slurm_conf_lines": slurm_conf_lines,
+            "slurm_mariadb_lines": slurm_mariadb_lines,
             "slurm_controller_lines": slurm_controller_lines,
             "slurm_nodes": slurm_nodes,
             "slurm_partitions": slurm_partitions,

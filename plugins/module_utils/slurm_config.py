@@ -157,6 +157,12 @@ def conf_lines(config: Mapping[str, Any]) -> list[str]:
     return [conf_line({k: v}) for k, v in sorted(config.items()) if conf_line({k: v})]
 
 
+def mariadb_lines(config: Mapping[str, Any]) -> list[str]:
+    """MariaDB option lines (the slurmdbd host's drop-in) as sorted key=value lines: booleans as
+    ON/OFF, since MariaDB reads neither YES nor NO as one (it sets the option OFF with a warning)."""
+    return conf_lines({k: ("ON" if v else "OFF") if isinstance(v, bool) else v for k, v in config.items()})
+
+
 def controller_lines(controllers: list[Mapping[str, Any]]) -> list[str]:
     """SlurmctldHost lines, primary first: [{name, address}] -> ["SlurmctldHost=ctl1(10.0.0.1)"]."""
     return [f"SlurmctldHost={c['name']}({c['address']})" if c.get("address") else f"SlurmctldHost={c['name']}"

@@ -765,6 +765,37 @@ def test_a_slurmd_that_stops_at_once_fails_its_node_at_once_with_its_own_error(h
     wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "both compute nodes idle")
 
 
+def test_a_mariadb_option_the_server_refuses_stops_the_run_and_a_boolean_is_read_as_set(host):
+    """slurm_mariadb_config is the slurmdbd host's MariaDB drop-in. A misspelt option: before (on
+    a lab), the run wrote the drop-in, MariaDB failed to restart on it and stayed down, and
+    accounting with it. Now slurm.yml stops in its host checks, where the installed server
+    reads the options first, quoting MariaDB; the drop-in unchanged and MariaDB running. A
+    boolean given as YAML true was written YES, which MariaDB does not read as one (it set the
+    option OFF with a warning, and the run passed): now it is written ON, the running server
+    has it on, and slurmdbd still answers."""
+    ctl = lab_host(CONTROLLER)
+    dropin = "/etc/mysql/mariadb.conf.d/90-clusterdos-slurmdbd.cnf"
+    lab = yaml.safe_load((SCENARIO / "inventory" / "group_vars" / "all.yml").read_text())["slurm_mariadb_config"]
+    before = ctl.check_output(f"sha256sum {dropin}")
+    run, flat = refused("slurm.yml", "-e", json.dumps({"slurm_mariadb_config": {**lab, "innodb_flush_log_at_trx_comit": 2}}))
+    assert (f"{CONTROLLER}: MariaDB cannot read the files this run would write (MariaDB: mariadbd: unknown variable "
+            "'innodb_flush_log_at_trx_comit=2')") in flat, run.stdout[-4000:]
+    assert "Nothing was changed." in flat
+    assert ctl.check_output(f"sha256sum {dropin}") == before
+    assert ctl.service("mariadb").is_running
+    try:
+        run = playbook("slurm.yml", "-e", json.dumps({"slurm_mariadb_config": {**lab, "skip_name_resolve": True}}))
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert "skip_name_resolve=ON" in ctl.file(dropin).content_string
+        assert ctl.check_output("mysql --skip-column-names --execute 'SELECT @@skip_name_resolve'") == "1"
+        assert host.check_output(SACCT_JOBS)
+    finally:
+        run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert ctl.check_output(f"sha256sum {dropin}") == before
+    assert ctl.check_output("mysql --skip-column-names --execute 'SELECT @@skip_name_resolve'") == "0"
+
+
 def test_a_node_line_asking_more_than_the_host_has_stops_the_run(host):
     """slurm_node_config asking for more memory than the compute nodes have: slurmd registers
     what it finds and slurmctld marks the node INVAL (on a lab, before: the run wrote slurm.conf,

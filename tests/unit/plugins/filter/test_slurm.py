@@ -328,3 +328,11 @@ def test_taken_port_errors_name_each_host_port_and_program_once():
     # A host not read, or read without such a line (a line cut short is not one): nothing.
     assert F["slurm_taken_port_errors"](["c2", "c9"], hostvars) == []
     assert F["slurm_taken_port_errors"](["c1"], {"c1": _read("port_taken=SlurmdPort 7000")}) == []
+
+
+def test_mariadb_lines_write_booleans_as_mariadb_reads_them():
+    assert F["slurm_mariadb_lines"]({"skip_name_resolve": True, "innodb_file_per_table": False, "max_allowed_packet": "16M",
+                                     "unset": None}) == [
+        "innodb_file_per_table=OFF", "max_allowed_packet=16M", "skip_name_resolve=ON"]
+    with pytest.raises(AnsibleFilterError, match="single line"):
+        F["slurm_mariadb_lines"]({"init_connect": "a\nb"})
