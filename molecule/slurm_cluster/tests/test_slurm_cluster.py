@@ -796,6 +796,23 @@ def test_a_mariadb_option_the_server_refuses_stops_the_run_and_a_boolean_is_read
     assert ctl.check_output("mysql --skip-column-names --execute 'SELECT @@skip_name_resolve'") == "0"
 
 
+def test_a_new_dbd_port_moves_slurmctld_and_the_clients_with_slurmdbd(host):
+    """slurm_dbd_config's DbdPort changed: before (on a lab), slurmdbd restarted on the new
+    port while slurm.conf left AccountingStoragePort to Slurm's default, so slurmctld and
+    every client went on calling the old one (accounting down; the run failed in its
+    registration, with slurmdbd moved). Now slurm.conf takes the port from slurmdbd.conf: the
+    run passes, a job run from the login host is recorded, and so does the way back."""
+    for port in (6820, 6819):
+        extra = ["-e", json.dumps({"slurm_dbd_config": {"DbdPort": port}})] if port != 6819 else []
+        run = playbook("slurm.yml", *extra)
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert f"AccountingStoragePort={port}" in host.file("/etc/slurm/slurm.conf").content_string
+        assert lab_host(CONTROLLER).socket(f"tcp://0.0.0.0:{port}").is_listening
+        before = recorded_jobs(host)
+        host.check_output("srun -N1 true")
+        wait_for(lambda: recorded_jobs(host) - before, f"the job recorded through port {port}", tries=15)
+
+
 def test_a_node_line_asking_more_than_the_host_has_stops_the_run(host):
     """slurm_node_config asking for more memory than the compute nodes have: slurmd registers
     what it finds and slurmctld marks the node INVAL (on a lab, before: the run wrote slurm.conf,
