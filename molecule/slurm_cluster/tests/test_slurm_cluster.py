@@ -96,6 +96,10 @@ COMPARE = "TASK [clusterdos.cluster.converge_stamp : Compare each host with its 
 SACCT_JOBS = "sacct --noheader --parsable2 --allocations --starttime 2020-01-01 --format JobID,State"
 
 
+# The running slurmd's command line (its arguments, space-separated).
+SLURMD_ARGS = "tr '\\0' ' ' < /proc/$(systemctl show --property=MainPID --value slurmd)/cmdline"
+
+
 def recorded_jobs(host) -> set[str]:
     """The IDs of the jobs slurmdbd holds for the cluster."""
     return {line.split("|")[0] for line in host.check_output(SACCT_JOBS).splitlines()}
@@ -522,7 +526,6 @@ def test_switching_to_configless_and_back_leaves_nothing_stale(host):
     running = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --wrap 'sleep 300'").strip()
     copies = "ls /etc/slurm/slurm.conf /etc/slurm/cgroup.conf /etc/slurm/gres.conf 2>/dev/null | wc -l"
     dropin = "/etc/systemd/system/slurmd.service.d/10-clusterdos-configless.conf"
-    slurmd_args = "tr '\\0' ' ' < /proc/$(systemctl show --property=MainPID --value slurmd)/cmdline"
     try:
         wait_for(lambda: job_state(host, running) == "RUNNING",
                  f"job {running} running")
@@ -537,9 +540,33 @@ def test_switching_to_configless_and_back_leaves_nothing_stale(host):
                 assert node.check_output(copies) == ("0" if configless else "3"), name
                 assert node.file(dropin).exists is configless, name
                 assert node.check_output("systemctl show --property=NeedDaemonReload --value slurmd") == "no"
-                assert ("--conf-server" in node.check_output(slurmd_args)) is configless, name
+                assert ("--conf-server" in node.check_output(SLURMD_ARGS)) is configless, name
             for name in (CONTROLLER, LOGIN):
                 assert lab_host(name).check_output(copies) == "3", name
+            wait_for(lambda: set(node_states(host).values()) <= {"idle", "mixed", "allocated"}, "every node up")
+            assert job_state(host, running) == "RUNNING"
+            assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+    finally:
+        host.run(f"scancel {running}")
+
+
+def test_a_new_slurmctld_port_in_a_configless_cluster_reaches_every_slurmd(host):
+    """A configless cluster given another SlurmctldPort, with a job running: before (on a lab),
+    slurmd was started with --conf-server naming the controller alone, so it fetched its files
+    from Slurm's default port and stopped on every compute node ("failed to fetch remote
+    configs"): the run failed with the partition down. Now --conf-server carries the port:
+    the run passes, every slurmd asks the new port, the job keeps running and a job spans both
+    nodes; back to the lab's settings, the same."""
+    running = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --wrap 'sleep 300'").strip()
+    try:
+        wait_for(lambda: job_state(host, running) == "RUNNING", f"job {running} running")
+        for port, extra in ((6900, {"slurm_configless": True, "slurm_config": {**LAB_SLURM_CONFIG, "SlurmctldPort": 6900}}),
+                            (6817, {})):
+            run = playbook("slurm.yml", *(["-e", json.dumps(extra)] if extra else []))
+            assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+            for name in COMPUTE:
+                args = lab_host(name).check_output(SLURMD_ARGS)
+                assert (f"--conf-server {CONTROLLER}:{port}" in args) is (port == 6900), (name, args)
             wait_for(lambda: set(node_states(host).values()) <= {"idle", "mixed", "allocated"}, "every node up")
             assert job_state(host, running) == "RUNNING"
             assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
