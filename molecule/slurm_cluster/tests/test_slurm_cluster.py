@@ -550,26 +550,34 @@ def test_switching_to_configless_and_back_leaves_nothing_stale(host):
         host.run(f"scancel {running}")
 
 
-def test_a_new_slurmctld_port_in_a_configless_cluster_reaches_every_slurmd(host):
-    """A configless cluster given another SlurmctldPort, with a job running: before (on a lab),
-    slurmd was started with --conf-server naming the controller alone, so it fetched its files
-    from Slurm's default port and stopped on every compute node ("failed to fetch remote
-    configs"): the run failed with the partition down. Now --conf-server carries the port:
-    the run passes, every slurmd asks the new port, the job keeps running and a job spans both
-    nodes; back to the lab's settings, the same."""
+def test_new_daemon_ports_in_a_configless_cluster_reach_every_slurmd_and_slurmdbd(host):
+    """A configless cluster given another SlurmctldPort and DbdPort, with a job running. Before
+    (on a lab), slurmd was started with --conf-server naming the controller alone, so it fetched
+    its files from Slurm's default port and stopped on every compute node ("failed to fetch
+    remote configs"), the partition down; and slurm.conf left AccountingStoragePort to Slurm's
+    default, so slurmdbd moved while slurmctld and every client went on calling the old port
+    (accounting down, the run failed in its registration). Now --conf-server carries the port
+    and slurm.conf takes slurmdbd's from slurmdbd.conf: the run passes, every slurmd asks the
+    new port, the job keeps running, a job spans both nodes and is recorded through the new
+    port; back to the lab's settings, the same."""
     running = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --wrap 'sleep 300'").strip()
+    moved = {"slurm_configless": True, "slurm_config": {**LAB_SLURM_CONFIG, "SlurmctldPort": 6900},
+             "slurm_dbd_config": {"DbdPort": 6820}}
     try:
         wait_for(lambda: job_state(host, running) == "RUNNING", f"job {running} running")
-        for port, extra in ((6900, {"slurm_configless": True, "slurm_config": {**LAB_SLURM_CONFIG, "SlurmctldPort": 6900}}),
-                            (6817, {})):
-            run = playbook("slurm.yml", *(["-e", json.dumps(extra)] if extra else []))
+        for ctld_port, dbd_port, extra in ((6900, 6820, ["-e", json.dumps(moved)]), (6817, 6819, [])):
+            run = playbook("slurm.yml", *extra)
             assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
             for name in COMPUTE:
                 args = lab_host(name).check_output(SLURMD_ARGS)
-                assert (f"--conf-server {CONTROLLER}:{port}" in args) is (port == 6900), (name, args)
+                assert (f"--conf-server {CONTROLLER}:{ctld_port}" in args) is bool(extra), (name, args)
+            assert f"AccountingStoragePort={dbd_port}" in host.file("/etc/slurm/slurm.conf").content_string
+            assert lab_host(CONTROLLER).socket(f"tcp://0.0.0.0:{dbd_port}").is_listening
             wait_for(lambda: set(node_states(host).values()) <= {"idle", "mixed", "allocated"}, "every node up")
             assert job_state(host, running) == "RUNNING"
+            before = recorded_jobs(host)
             assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+            wait_for(lambda: recorded_jobs(host) - before, f"the job recorded through port {dbd_port}", tries=15)
     finally:
         host.run(f"scancel {running}")
 
@@ -821,23 +829,6 @@ def test_a_mariadb_option_the_server_refuses_stops_the_run_and_a_boolean_is_read
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert ctl.check_output(f"sha256sum {dropin}") == before
     assert ctl.check_output("mysql --skip-column-names --execute 'SELECT @@skip_name_resolve'") == "0"
-
-
-def test_a_new_dbd_port_moves_slurmctld_and_the_clients_with_slurmdbd(host):
-    """slurm_dbd_config's DbdPort changed: before (on a lab), slurmdbd restarted on the new
-    port while slurm.conf left AccountingStoragePort to Slurm's default, so slurmctld and
-    every client went on calling the old one (accounting down; the run failed in its
-    registration, with slurmdbd moved). Now slurm.conf takes the port from slurmdbd.conf: the
-    run passes, a job run from the login host is recorded, and so does the way back."""
-    for port in (6820, 6819):
-        extra = ["-e", json.dumps({"slurm_dbd_config": {"DbdPort": port}})] if port != 6819 else []
-        run = playbook("slurm.yml", *extra)
-        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-        assert f"AccountingStoragePort={port}" in host.file("/etc/slurm/slurm.conf").content_string
-        assert lab_host(CONTROLLER).socket(f"tcp://0.0.0.0:{port}").is_listening
-        before = recorded_jobs(host)
-        host.check_output("srun -N1 true")
-        wait_for(lambda: recorded_jobs(host) - before, f"the job recorded through port {port}", tries=15)
 
 
 def test_a_node_line_asking_more_than_the_host_has_stops_the_run(host):
