@@ -515,6 +515,35 @@ def test_a_compute_node_dropped_with_jobs_on_it_stops_the_run(host, tmp_path):
     assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
 
 
+def test_a_compute_node_moved_to_the_login_group_stops_its_slurmd(host, tmp_path):
+    """A compute node repurposed as a login host (moved from slurm_compute to slurm_login,
+    no job on it): before (on a lab), slurm.yml passed and left slurmd running and enabled
+    there, for a node slurm.conf no longer had (started again at every boot). Now the run stops
+    and disables it, a second run changes nothing, and moved back the node's slurmd is
+    started and enabled again and the node runs jobs."""
+    node = COMPUTE[-1]
+    lab = yaml.safe_load(Path(lab_inventory()).read_text())
+    del lab["all"]["children"]["slurm_compute"]["hosts"][node]
+    lab["all"]["children"]["slurm_login"]["hosts"][node] = None
+    moved = tmp_path / "moved-to-login.yml"
+    moved.write_text(yaml.safe_dump(lab))
+    slurmd = lab_host(node).service("slurmd")
+    try:
+        for attempt in ("move", "again"):
+            run = playbook("slurm.yml", *(["-e", "clusterdos_fast_path=false"] if attempt == "again" else []),
+                           inventory=str(moved))
+            assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+            assert not slurmd.is_running and not slurmd.is_enabled
+            assert sorted(node_states(host)) == [n for n in COMPUTE if n != node]
+        assert all(r["changed"] == 0 for r in recap(run.stdout).values()), recap(run.stdout)
+    finally:
+        run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert slurmd.is_running and slurmd.is_enabled
+    wait_for(lambda: node_states(host) == {n: "idle" for n in COMPUTE}, "every compute node idle")
+    assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+
+
 def test_switching_to_configless_and_back_leaves_nothing_stale(host):
     """The running cluster switched to configless and back, with a job running: the compute
     nodes lose their copies of slurm.conf, cgroup.conf and gres.conf (the controller and the
