@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,10 +147,14 @@ def test_a_port_another_program_listens_on_stops_the_run(tmp_path):
     server = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
+        # Listening only once the server's process runs Python (its name before that is pytest's).
+        for _ in range(600):
             with socket.socket() as client:
                 if client.connect_ex(("127.0.0.1", port)) == 0:
                     break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the web server did not listen on port {port}")
         program = Path(f"/proc/{server.pid}/comm").read_text().strip()
         for value in (port, f"{port - 1}-{port}"):
             result = run_checks(tmp_path, old_state="jobs", new_state="jobs", same_place=True,
