@@ -534,14 +534,11 @@ def unshared_state_errors(reads: Mapping[str, Iterable[str]], *, controllers: It
             f"the state copied there (docs/slurm.md, \"Moving slurmctld's state\"), or keep one controller."]
 
 
-# Where each daemon's port is set: the inventory variable holding the key.
-_PORT_VARIABLES = {"SlurmctldPort": "slurm_config", "SlurmdPort": "slurm_config", "DbdPort": "slurm_dbd_config"}
-
-
 def taken_port_errors(reads: Mapping[str, Iterable[str]]) -> list[str]:
     """A Slurm daemon's port that another program listens on (READS: the host checks' lines,
-    port_taken=KEY PORT DAEMON PROGRAM PID on each host): the daemon could not listen there and
-    would stop at its next start. One sentence per host and port, with its fix."""
+    port_taken=KEY PORT DAEMON VARIABLE PROGRAM PID on each host, VARIABLE the inventory variable
+    holding KEY): the daemon could not listen there and would stop at its next start. One
+    sentence per host and port, with its fix."""
     errors = []
     for host in sorted(reads):
         seen = set()
@@ -550,14 +547,14 @@ def taken_port_errors(reads: Mapping[str, Iterable[str]]) -> list[str]:
             if not line.startswith("port_taken="):
                 continue
             fields = line[len("port_taken="):].split()
-            if len(fields) < 4 or tuple(fields[:2]) in seen:
+            if len(fields) < 5 or tuple(fields[:2]) in seen:
                 continue
             seen.add(tuple(fields[:2]))
-            key, port, daemon, program = fields[:4]
-            pid = f" (pid {fields[4]})" if len(fields) > 4 else ""
+            key, port, daemon, variable, program = fields[:5]
+            pid = f" (pid {fields[5]})" if len(fields) > 5 else ""
             errors.append(f"On {host}, {key} {port} is taken by another program, {program}{pid}: {daemon} could not "
                           f"listen on it and would stop at its next start. Stop that program, or give {daemon} a free "
-                          f"port ({_PORT_VARIABLES.get(key, 'slurm_config')}: {{{key}: ...}}).")
+                          f"port ({variable}: {{{key}: ...}}).")
     return errors
 
 

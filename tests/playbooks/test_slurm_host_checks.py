@@ -162,7 +162,8 @@ def test_a_port_another_program_listens_on_stops_the_run(tmp_path):
             text = flat(result)
             assert result.returncode != 0, result.stdout[-3000:]
             assert (f"On ctl, SlurmctldPort {port} is taken by another program, {program} (pid {server.pid}): slurmctld "
-                    "could not listen on it and would stop at its next start.") in text, text[-3000:]
+                    "could not listen on it and would stop at its next start. Stop that program, or give slurmctld a free port "
+                    "(slurm_config: {SlurmctldPort: ...}).") in text, text[-3000:]
     finally:
         server.terminate()
         server.wait()

@@ -313,8 +313,10 @@ def test_unshared_state_errors_name_controllers_whose_state_is_on_their_own_disk
 
 def test_taken_port_errors_name_each_host_port_and_program_once():
     hostvars = {
-        "c1": _read("old=/x", "port_taken=SlurmdPort 7000 slurmd python3 1103", "port_taken=SlurmdPort 7000 slurmd python3 1103"),
-        "ctl": _read("port_taken=DbdPort 6819 slurmdbd nginx 7", "port_taken=SlurmctldPort 6818 slurmctld slurmd"),
+        "c1": _read("old=/x", "port_taken=SlurmdPort 7000 slurmd slurm_config python3 1103",
+                    "port_taken=SlurmdPort 7000 slurmd slurm_config python3 1103"),
+        "ctl": _read("port_taken=DbdPort 6819 slurmdbd slurm_dbd_config nginx 7",
+                     "port_taken=SlurmctldPort 6818 slurmctld slurm_config slurmd"),
         "c2": _read("ctld_active"),
     }
     assert F["slurm_taken_port_errors"](list(hostvars), hostvars) == [
@@ -327,7 +329,7 @@ def test_taken_port_errors_name_each_host_port_and_program_once():
     ]
     # A host not read, or read without such a line (a line cut short is not one): nothing.
     assert F["slurm_taken_port_errors"](["c2", "c9"], hostvars) == []
-    assert F["slurm_taken_port_errors"](["c1"], {"c1": _read("port_taken=SlurmdPort 7000")}) == []
+    assert F["slurm_taken_port_errors"](["c1"], {"c1": _read("port_taken=SlurmdPort 7000 slurmd slurm_config")}) == []
 
 
 def test_mariadb_lines_write_booleans_as_mariadb_reads_them():
