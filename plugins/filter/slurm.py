@@ -193,7 +193,7 @@ def slurm_daemon_moves(hosts: list[str], hostvars: Mapping[str, Any], controller
     reads = _host_reads(hosts, hostvars, left_reads)
     return sc.daemon_moves(reads, controllers=controllers or [], dbd_hosts=dbd_hosts or [], state_dir=str(state_dir),
                            db_name=str(db_name), local_db=bool(local_db), controller_group=str(controller_group),
-                           dbd_group=str(dbd_group))
+                           dbd_group=str(dbd_group), outside=set(reads) - set(hosts))
 
 
 def slurm_unshared_state_errors(hosts: list[str], hostvars: Mapping[str, Any], controllers: list[str], state_dir: str,

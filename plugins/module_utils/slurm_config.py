@@ -568,7 +568,7 @@ def named_daemon_hosts(reads: Mapping[str, Iterable[str]]) -> list[str]:
 
 def daemon_moves(reads: Mapping[str, Iterable[str]], *, controllers: Iterable[str], dbd_hosts: Iterable[str],
                  state_dir: str, db_name: str, local_db: bool = True, controller_group: str = "slurm_controller",
-                 dbd_group: str = "slurm_dbd") -> list[str]:
+                 dbd_group: str = "slurm_dbd", outside: Iterable[str] = ()) -> list[str]:
     """What moving slurmctld or slurmdbd to other hosts would leave behind, one sentence each with its fix.
 
     READS[host]: the lines of the Slurm host checks' read on that host (tasks/preflight.yml):
@@ -578,7 +578,10 @@ def daemon_moves(reads: Mapping[str, Iterable[str]], *, controllers: Iterable[st
     `db_now=NAME`/`db_now_kept` (the database the current slurmdbd.conf names, and whether it
     is there: a changed slurm_db_name on the same host leaves the history behind too).
     A host in no Slurm group any more that slurm.conf still names is read from the primary
-    controller and counts like the others. On a lab, a controller group naming another host passed: the new slurmctld started with no
+    controller and counts like the others; such a host (OUTSIDE) where the daemon is stopped but
+    still enabled (`slurmctld_on`/`slurmdbd_on`) is named too: no play of the run reaches it to
+    disable the daemon, which would start again at its next boot (a host still in a Slurm group
+    has it disabled by the install play). On a lab, a controller group naming another host passed: the new slurmctld started with no
     state (the running job killed, the held one gone) while the old one went on running; a
     slurmdbd group naming another host started slurmdbd on an empty database (sacct showed no
     history) while the old slurmdbd and its database went on. A host the inventory no longer
@@ -597,6 +600,11 @@ def daemon_moves(reads: Mapping[str, Iterable[str]], *, controllers: Iterable[st
             return (f"{host} runs {daemon}, but {group} no longer holds it ({', '.join(members)}): left running, it would "
                     f"go on {goes_on}" + (f", and {loss}" if behind else "") + f". {fix}; or keep {host} in {group}.")
         return f"{kept}, which {group} no longer holds, and {loss}. {fix}; {fresh}"
+
+    def enabled(host: str, daemon: str, group: str, goes_on: str) -> str:
+        return (f"{daemon} is stopped but enabled on {host}, which {group} no longer holds and which is in no Slurm group, "
+                f"so no play of this run reaches it: at its next boot {daemon} would start again and go on {goes_on}. "
+                f"Disable it there (systemctl disable {daemon}) and run again.")
 
     problems: list[str] = []
     primary = controllers[0] if controllers else ""
@@ -636,11 +644,15 @@ def daemon_moves(reads: Mapping[str, Iterable[str]], *, controllers: Iterable[st
                                     f"loaded with mysql on {new_dbd} once MariaDB is installed there) and run again"),
                             "kept": f"The accounting database {db_name} is on {host}",
                             "fresh": f"to start the accounting afresh, drop it on {host} first (after a dump you keep)."}))
+    outside = set(outside)
     for members, running_tag, left, words in daemons:
         for host in sorted(set(lines) - set(members)):
             running, behind = running_tag in lines[host], left(host)
             if running or behind:
                 problems.append(moved(host, running, behind, **words(host)))
+            said = words(host)
+            if not running and host in outside and f"{said['daemon']}_on" in lines[host]:
+                problems.append(enabled(host, said["daemon"], said["group"], said["goes_on"]))
     return problems
 
 

@@ -544,6 +544,45 @@ def test_a_compute_node_moved_to_the_login_group_stops_its_slurmd(host, tmp_path
     assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
 
 
+def test_accounting_turned_off_stops_slurmdbd_and_on_again_keeps_the_history(host, tmp_path):
+    """Accounting turned off the way the inventory checks say (no host in slurm_dbd), then with
+    slurm_accounting_enabled: false and the group kept: before (on a lab), slurm.yml passed
+    either way and left slurmdbd running and enabled on the controller, serving a database
+    nothing recorded to (and started again at boot). Now the run stops and disables it, MariaDB
+    and the database stay, jobs run, and a second run changes nothing; turned on again,
+    slurmdbd runs and is enabled, sacct still shows the jobs recorded before, and a new job is
+    recorded."""
+    ctl = lab_host(CONTROLLER)
+    lab = yaml.safe_load(Path(lab_inventory()).read_text())
+    del lab["all"]["children"]["slurm_dbd"]
+    no_dbd = tmp_path / "no-dbd-host.yml"
+    no_dbd.write_text(yaml.safe_dump(lab))
+    history = recorded_jobs(host)
+    assert history, "the earlier tests' jobs are in sacct"
+    slurmdbd, mariadb = ctl.service("slurmdbd"), ctl.service("mariadb")
+    ways = {"no slurm_dbd host": ([], str(no_dbd)),
+            "slurm_accounting_enabled: false": (["-e", '{"slurm_accounting_enabled": false}'], None)}
+    try:
+        for way, (extra, inventory) in ways.items():
+            for attempt in ("off", "again"):
+                run = playbook("slurm.yml", *extra, *(["-e", "clusterdos_fast_path=false"] if attempt == "again" else []),
+                               inventory=inventory)
+                assert run.returncode == 0, way + run.stdout[-4000:] + run.stderr[-2000:]
+                assert not slurmdbd.is_running and not slurmdbd.is_enabled, way
+                assert mariadb.is_running, way
+                assert running_config(host, "AccountingStorageType") == "accounting_storage/none", way
+            assert all(r["changed"] == 0 for r in recap(run.stdout).values()), (way, recap(run.stdout))
+            assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+    finally:
+        run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert slurmdbd.is_running and slurmdbd.is_enabled
+    assert running_config(host, "AccountingStorageType") == "accounting_storage/slurmdbd"
+    assert history <= recorded_jobs(host)
+    job = host.check_output(f"sbatch --parsable --wait -N{len(COMPUTE)} --wrap 'srun hostname'").strip()
+    wait_for(lambda: job in recorded_jobs(host), f"job {job} in sacct")
+
+
 def test_switching_to_configless_and_back_leaves_nothing_stale(host):
     """The running cluster switched to configless and back, with a job running: the compute
     nodes lose their copies of slurm.conf, cgroup.conf and gres.conf (the controller and the
@@ -648,8 +687,10 @@ def test_moving_slurmctld_and_slurmdbd_stops_until_their_state_and_database_are_
     showed no history), while the old daemons went on running. Now slurm.yml and site.yml stop
     in their host checks, naming the old host, the running daemons and what the new host
     lacks; with the daemons stopped they still stop until the state and the database are
-    copied. Copied as the message says, the move keeps both jobs and the accounting history,
-    and moving back the same way keeps them again."""
+    copied, and copied while only stopped (not disabled) on the old host, which no play reaches
+    then (they would start again at its next boot). Copied and disabled as the messages say,
+    the move keeps both jobs and the accounting history, and moving back the same way keeps
+    them again."""
     ctl, login = lab_host(CONTROLLER), lab_host(LOGIN)
     state, dump = "/var/lib/slurm/slurmctld", "/root/slurm_acct_db.sql"
     lab = yaml.safe_load(Path(lab_inventory()).read_text())
@@ -683,11 +724,19 @@ def test_moving_slurmctld_and_slurmdbd_stops_until_their_state_and_database_are_
             assert (f"{CONTROLLER} runs slurmdbd, but slurm_dbd no longer holds it ({LOGIN}): left running, it would go "
                     f"on serving the old accounting database, and its accounting database slurm_acct_db") in flat
             assert "Nothing was changed." in flat
-        ctl.run_expect([0], "systemctl disable --now slurmctld slurmdbd")
+        ctl.run_expect([0], "systemctl stop slurmctld slurmdbd")
         run, flat = refused("slurm.yml", inventory=str(moved))
         assert f"slurmctld's state is on {CONTROLLER}, which slurm_controller no longer holds" in flat, run.stdout[-4000:]
         assert f"The accounting database slurm_acct_db is on {CONTROLLER}, which slurm_dbd no longer holds" in flat
         copy(ctl, login)
+        # Copied, but only stopped on the old host, which is in no Slurm group now: no play
+        # reaches it, and both daemons would start again at its next boot.
+        run, flat = refused("slurm.yml", inventory=str(moved))
+        for daemon, group in (("slurmctld", "slurm_controller"), ("slurmdbd", "slurm_dbd")):
+            assert (f"{daemon} is stopped but enabled on {CONTROLLER}, which {group} no longer holds and which is in no "
+                    f"Slurm group") in flat, run.stdout[-4000:]
+        assert "state is on" not in flat and "database slurm_acct_db is on" not in flat
+        ctl.run_expect([0], "systemctl disable slurmctld slurmdbd")
         run = playbook("slurm.yml", inventory=str(moved))
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
         assert login.service("slurmctld").is_running and login.service("slurmdbd").is_running

@@ -283,6 +283,24 @@ def test_daemon_moves_read_hosts_out_of_the_slurm_groups_from_the_delegated_read
     assert len(problems) == 1 and problems[0].startswith("old runs slurmctld, but slurm_controller no longer holds it")
     assert F["slurm_daemon_hosts_unread"](["new"], {"new": _read("old=/s")}) == []
 
+    # Stopped but still enabled there, the state copied (the new host has it): no play reaches
+    # the host to disable slurmctld, which would start again at boot.
+    hostvars["new"] = _read("old=/s", "same_state", "db")
+    left[0]["stdout_lines"] = ["old=/s", "old_state", "slurmctld_on", "slurmdbd_on", "db"]
+    problems = F["slurm_daemon_moves"](list(hostvars), hostvars, ["new"], ["new"], "/s", "acct", True,
+                                       "slurm_controller", "slurm_dbd", left)
+    assert problems == [
+        "slurmctld is stopped but enabled on old, which slurm_controller no longer holds and which is in no Slurm group, "
+        "so no play of this run reaches it: at its next boot slurmctld would start again and go on as a second controller "
+        "with the old configuration. Disable it there (systemctl disable slurmctld) and run again.",
+        "slurmdbd is stopped but enabled on old, which slurm_dbd no longer holds and which is in no Slurm group, so no "
+        "play of this run reaches it: at its next boot slurmdbd would start again and go on serving the old accounting "
+        "database. Disable it there (systemctl disable slurmdbd) and run again.",
+    ]
+    # The same read from a host still in the plays (its install play disables them): nothing.
+    hostvars["old"] = {"__slurm_saved_state": {"rc": 0, "stdout_lines": left[0]["stdout_lines"]}}
+    assert F["slurm_daemon_moves"](list(hostvars), hostvars, ["new"], ["new"], "/s", "acct", True) == []
+
 
 def test_daemon_moves_name_a_renamed_accounting_database_left_behind():
     hostvars = {"dbd": _read("old=", "db_now=acct", "db_now_kept")}
