@@ -690,7 +690,8 @@ def test_moving_slurmctld_and_slurmdbd_stops_until_their_state_and_database_are_
     copied, and copied while only stopped (not disabled) on the old host, which no play reaches
     then (they would start again at its next boot). Copied and disabled as the messages say,
     the move keeps both jobs and the accounting history, and moving back the same way keeps
-    them again."""
+    them again; the login host, still a Slurm host, has the daemons the admin only stopped
+    disabled by the run."""
     ctl, login = lab_host(CONTROLLER), lab_host(LOGIN)
     state, dump = "/var/lib/slurm/slurmctld", "/root/slurm_acct_db.sql"
     lab = yaml.safe_load(Path(lab_inventory()).read_text())
@@ -742,12 +743,15 @@ def test_moving_slurmctld_and_slurmdbd_stops_until_their_state_and_database_are_
         assert login.service("slurmctld").is_running and login.service("slurmdbd").is_running
         assert job_state(host, running) == "RUNNING" and job_state(host, held) == "PENDING"
         assert history <= recorded_jobs(host)
-        # And back, the same way.
-        login.run_expect([0], "systemctl disable --now slurmctld slurmdbd")
+        # And back, the same way, the daemons only stopped on the login host: still a Slurm host
+        # (slurm_login), it is in the plays, and the run disables them there.
+        login.run_expect([0], "systemctl stop slurmctld slurmdbd")
         copy(login, ctl)
         run = playbook("slurm.yml")
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
         assert ctl.service("slurmctld").is_running and ctl.service("slurmdbd").is_running
+        assert not login.service("slurmctld").is_enabled and not login.service("slurmdbd").is_enabled
+        assert not login.service("slurmctld").is_running and not login.service("slurmdbd").is_running
         assert job_state(host, running) == "RUNNING" and job_state(host, held) == "PENDING"
         assert history <= recorded_jobs(host)
     finally:
