@@ -583,6 +583,35 @@ def test_accounting_turned_off_stops_slurmdbd_and_on_again_keeps_the_history(hos
     wait_for(lambda: job in recorded_jobs(host), f"job {job} in sacct")
 
 
+def test_a_changed_slurm_user_keeps_the_held_job_and_the_accounting(host):
+    """slurm_config's SlurmUser changed to root and back, with a held job. Before (on a lab):
+    slurmdbd.conf was given slurm.conf's SlurmUser as its owner, which slurmdbd refuses
+    ("slurmdbd.conf not owned by SlurmUser root!=slurm"), so the run failed with accounting
+    down; and back to slurm, slurmctld could not read the state it had written as root
+    ("Could not open job state file ... Permission denied ... Jobs may be lost"): the held job
+    was gone and the run passed. Now each run passes, slurmctld runs as the new user with its
+    state files its own, the held job is kept, slurmdbd.conf stays its own SlurmUser's, and
+    jobs run and are recorded."""
+    ctl = lab_host(CONTROLLER)
+    held = host.check_output("sbatch --parsable --hold --wrap 'sleep 1'").strip()
+    try:
+        for user in ("root", "slurm"):
+            run = playbook("slurm.yml", "-e", json.dumps({"slurm_config": {**LAB_SLURM_CONFIG, "SlurmUser": user}}))
+            assert run.returncode == 0, user + run.stdout[-4000:] + run.stderr[-2000:]
+            assert ctl.check_output("ps -o user= -C slurmctld").strip() == user
+            assert running_config(host, "SlurmUser").startswith(f"{user}(")
+            assert ctl.check_output(f"find /var/lib/slurm/slurmctld ! -user {user} -print -quit") == ""
+            assert ctl.check_output("stat -c %U /etc/slurm/slurmdbd.conf") == "slurm"
+            assert job_state(host, held) == "PENDING", user
+            before = recorded_jobs(host)
+            assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+            wait_for(lambda: recorded_jobs(host) - before, f"a job recorded with SlurmUser {user}")
+    finally:
+        host.run(f"scancel {held}")
+        run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+
 def test_switching_to_configless_and_back_leaves_nothing_stale(host):
     """The running cluster switched to configless and back, with a job running: the compute
     nodes lose their copies of slurm.conf, cgroup.conf and gres.conf (the controller and the
