@@ -125,6 +125,10 @@ def ensure_files(module: Any, files: List[Dict[str, Any]], directories: List[Dic
     for item in directories:
         path = item["path"]
         existed = os.path.isdir(path)
+        # Only needed to be there (a log file's directory, which may be a shared one such as
+        # /var/log): an existing one keeps its owner, group and mode.
+        if existed and item.get("keep_existing"):
+            continue
         if not existed and not module.check_mode:
             os.makedirs(path, int(item["mode"], 8))
         changed = not existed

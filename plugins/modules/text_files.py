@@ -118,6 +118,13 @@ options:
         description: Group.
         type: str
         default: root
+      keep_existing:
+        description:
+          - Create the directory where it is missing, and leave an existing one as it is (owner, group and mode).
+          - For a directory that only has to be there, such as the one a daemon's log file is put in, which may be
+            a shared one like C(/var/log).
+        type: bool
+        default: false
 attributes:
   check_mode:
     description: Reports what would change and writes nothing.
@@ -192,6 +199,7 @@ def main() -> None:
             "directories": {"type": "list", "elements": "dict", "default": [], "options": {
                 "path": {"type": "path", "required": True},
                 "mode": {"type": "str", "default": "0755"},
+                "keep_existing": {"type": "bool", "default": False},
                 **_ATTRIBUTES,
             }},
             "creates": {"type": "path"},

@@ -612,6 +612,33 @@ def test_a_changed_slurm_user_keeps_the_held_job_and_the_accounting(host):
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
 
 
+def test_log_files_in_new_directories_are_written_there(host):
+    """Each daemon's log file moved to a directory that does not exist yet. Before (on a lab):
+    the run passed, slurmctld and slurmdbd logged "Unable to open logfile" to the journal
+    alone, and slurmd went on writing to its old file after the reconfigure. Now the run makes
+    each directory, owned by the user the daemon runs as, slurmd restarts on its new
+    SlurmdLogFile, and each daemon writes its new file; and back."""
+    ctl, node = lab_host(CONTROLLER), lab_host(COMPUTE[0])
+    moved = {"slurm_config": {**LAB_SLURM_CONFIG, "SlurmctldLogFile": "/var/log/slurm-ctld/slurmctld.log",
+                              "SlurmdLogFile": "/var/log/slurm-d/slurmd.log"},
+             "slurm_dbd_config": {"LogFile": "/var/log/slurm-dbd/slurmdbd.log"}}
+    logs = {ctl: [("/var/log/slurm-ctld/slurmctld.log", "slurm", "slurmctld"), ("/var/log/slurm-dbd/slurmdbd.log", "slurm", "slurmdbd")],
+            node: [("/var/log/slurm-d/slurmd.log", "root", "slurmd")]}
+    try:
+        run = playbook("slurm.yml", "-e", json.dumps(moved))
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+        for lab, files in logs.items():
+            for path, owner, daemon in files:
+                assert lab.check_output(f"stat -c %U {path.rsplit('/', 1)[0]}") == owner, path
+                assert lab.file(path).size > 0, path
+                assert path in lab.check_output(f"ls -l /proc/$(pidof {daemon})/fd"), (daemon, path)
+    finally:
+        run = playbook("slurm.yml")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "/var/log/slurm/slurmd.log" in node.check_output("ls -l /proc/$(pidof slurmd)/fd")
+
+
 def test_switching_to_configless_and_back_leaves_nothing_stale(host):
     """The running cluster switched to configless and back, with a job running: the compute
     nodes lose their copies of slurm.conf, cgroup.conf and gres.conf (the controller and the

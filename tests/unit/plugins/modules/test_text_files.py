@@ -241,3 +241,19 @@ def test_absent_files_are_removed_once_tagged_and_diffed_and_kept_in_check_mode(
     assert not stale.exists() and (tmp_path / "state").is_dir()
     again = run(capsys, args)
     assert again["changed"] is False and again["changed_paths"] == [] and again["changed_tags"] == []
+
+
+def test_a_directory_kept_as_it_is_is_only_created_where_missing(tmp_path, capsys):
+    """keep_existing: a missing directory is made with the mode asked for; an existing one (a
+    shared log directory such as /var/log) keeps its mode, and nothing is reported."""
+    shared, new = tmp_path / "log", tmp_path / "log-new" / "slurm"
+    shared.mkdir(mode=0o775)
+    shared.chmod(0o775)
+    args = {"directories": [{"path": str(d), "mode": "0750", "owner": OWNER, "group": GROUP, "keep_existing": True}
+                            for d in (shared, new)], "files": []}
+    first = run(capsys, args)
+    assert first["changed_paths"] == [str(new)]
+    assert stat.S_IMODE(new.stat().st_mode) == 0o750 and stat.S_IMODE(shared.stat().st_mode) == 0o775
+    new.chmod(0o700)
+    again = run(capsys, args)
+    assert again["changed"] is False and stat.S_IMODE(new.stat().st_mode) == 0o700
