@@ -647,10 +647,9 @@ def daemon_moves(reads: Mapping[str, Iterable[str]], *, controllers: Iterable[st
     outside = set(outside)
     for members, running_tag, left, words in daemons:
         for host in sorted(set(lines) - set(members)):
-            running, behind = running_tag in lines[host], left(host)
+            running, behind, said = running_tag in lines[host], left(host), words(host)
             if running or behind:
-                problems.append(moved(host, running, behind, **words(host)))
-            said = words(host)
+                problems.append(moved(host, running, behind, **said))
             if not running and host in outside and f"{said['daemon']}_on" in lines[host]:
                 problems.append(enabled(host, said["daemon"], said["group"], said["goes_on"]))
     return problems
