@@ -13,7 +13,7 @@ export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1
 # Scenarios in order of what they protect most: the order their output and results are
 # printed in, and the order among scenarios expected to take equally long (they start
 # longest first, below). Scenarios not listed here come after these, alphabetically.
-ORDER="base kubeadm_cluster kubeadm_ha slurm_cluster containerd kubernetes_hosts sandboxes gpu_repos validate_slurm clusterd nfs_home_softroce"
+ORDER="base kubeadm_cluster kubeadm_ha slurm_cluster slurm_cluster_2 containerd kubernetes_hosts sandboxes gpu_repos validate_slurm clusterd nfs_home_softroce"
 all_scenarios="$(for f in molecule/*/molecule.yml; do basename "$(dirname "$f")"; done | grep -v '^_' | sort)"
 ordered="$(for s in $ORDER; do grep -qx "$s" <<<"$all_scenarios" && echo "$s"; done;
   grep -vxF -f <(tr ' ' '\n' <<<"$ORDER") <<<"$all_scenarios")"

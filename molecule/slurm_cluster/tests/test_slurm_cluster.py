@@ -2,8 +2,9 @@
 compute host stopped, and adding a compute node while a job runs.
 
 Tests run in file order (pytest's default) and build on each other: the last one grows
-the lab by one host. Expectations come from the scenario (host names and groups in
-molecule.yml), never from the files the roles wrote.
+the lab by one host. Two scenarios share them, each on its own lab (conftest.py).
+Expectations come from the scenario (host names and groups in molecule.yml), never from
+the files the roles wrote.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ import yaml
 
 SCENARIO = Path(__file__).resolve().parents[1]
 ROOT = SCENARIO.parents[1]
-LAB = "mol-" + SCENARIO.name.replace("_", "-")
+# The lab molecule made for the scenario running these tests: slurm_cluster, or
+# slurm_cluster_2 (the same hosts on a second lab; conftest.py says which tests each runs).
+LAB = "mol-" + os.environ.get("MOLECULE_SCENARIO_NAME", SCENARIO.name).replace("_", "-")
 LAB_CLI = str(ROOT / "bin" / "clusterdos-lab")
 PLATFORMS = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["platforms"]
 GROUPS = {p["name"]: p["groups"] for p in PLATFORMS}
