@@ -861,6 +861,32 @@ def test_a_renamed_accounting_database_stops_until_it_is_copied(host):
         ctl.run("mysql -e 'DROP DATABASE IF EXISTS renamed_acct_db'")
 
 
+def test_a_changed_database_user_takes_the_database_from_the_old_one(host):
+    """slurm_db_user changed on the running cluster: the new MariaDB user gets the accounting
+    database, slurmdbd uses it (a job is recorded) and the user slurmdbd.conf named before
+    loses its grant on the database (before, it kept ALL on it after the run, with its
+    password); a second run changes nothing. Changed back the same way."""
+    ctl = lab_host(CONTROLLER)
+    # The users holding a grant on the accounting database (MariaDB's mysql.db, one row a user).
+    holders = "mysql --batch --skip-column-names -e \"SELECT User FROM mysql.db WHERE Db = 'slurm_acct_db'\""
+    assert ctl.check_output(holders).split() == ["slurm"]
+    for user, extra in (("slurm_acct", ["-e", "slurm_db_user=slurm_acct"]), ("slurm", [])):
+        run = playbook("slurm.yml", *extra)
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert ctl.check_output(holders).split() == [user]
+        assert f"StorageUser={user}" in ctl.file("/etc/slurm/slurmdbd.conf").content_string.splitlines()
+        before = recorded_jobs(host)
+        host.check_output("srun --nodes=1 true")
+        wait_for(lambda: recorded_jobs(host) - before, f"a job recorded through {user}", tries=15)
+        if extra:
+            again = playbook("slurm.yml", *extra)
+            assert again.returncode == 0, again.stdout[-4000:]
+            assert sum(s["changed"] for s in recap(again.stdout).values()) == 0, recap(again.stdout)
+    # The user made for the change is left (it may serve other databases), without the grant.
+    assert ctl.check_output("mysql --batch --skip-column-names -e "
+                            "\"SELECT COUNT(*) FROM mysql.user WHERE User = 'slurm_acct'\"") == "1"
+
+
 def test_a_daemon_that_stops_at_once_fails_the_run_at_once_with_its_own_error(host):
     """A slurmdbd.conf value slurmdbd refuses (the key is right, so the host checks pass):
     before, the run waited 60 s for slurmdbd's port and said only "Timeout when waiting for
