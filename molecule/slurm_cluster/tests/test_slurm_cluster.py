@@ -709,6 +709,39 @@ def test_new_daemon_ports_in_a_configless_cluster_reach_every_slurmd_and_slurmdb
         host.run(f"scancel {running}")
 
 
+def test_a_moved_slurmd_spool_dir_stops_while_a_job_runs_on_the_node(host):
+    """SlurmdSpoolDir changed while a job runs on a compute node: slurmd restarted on the new
+    directory no longer finds the job's slurmstepd, whose socket is in the old one. On a lab,
+    before, the run passed, and scancel then marked the job CANCELLED while its processes went
+    on running on the node, which Slurm showed idle. Now the run stops in its host checks,
+    naming the node, the job and the old directory, with nothing changed (the other node not
+    named); with the job ended the run moves the directory (a job step's socket is there),
+    and back."""
+    name = COMPUTE[0]
+    node = lab_host(name)
+    old = running_config(host, "SlurmdSpoolDir")
+    new = "/var/spool/slurmd-moved"
+    moved = ["-e", json.dumps({"slurm_config": {**LAB_SLURM_CONFIG, "SlurmdSpoolDir": new}})]
+    job = host.check_output(f"sbatch --parsable --nodelist={name} --wrap 'sleep 300'").strip()
+    try:
+        wait_for(lambda: job_state(host, job) == "RUNNING", f"job {job} running")
+        conf = node.check_output("sha256sum /etc/slurm/slurm.conf")
+        pid = node.check_output("systemctl show -p MainPID --value slurmd")
+        run, flat = refused("slurm.yml", *moved)
+        assert (f"{name}: SlurmdSpoolDir (slurm_config) is {new}, but the steps of job {job} running here have their "
+                f"sockets in {old}: slurmd restarted on the new directory would lose them") in flat, run.stdout[-4000:]
+        assert f"set SlurmdSpoolDir back to {old}." in flat and f"{COMPUTE[1]}: SlurmdSpoolDir" not in flat
+        assert node.check_output("sha256sum /etc/slurm/slurm.conf") == conf
+        assert node.check_output("systemctl show -p MainPID --value slurmd") == pid
+    finally:
+        host.run(f"scancel {job}")
+    wait_for(lambda: not node.run(f"pgrep -f 'slurmstepd: \\[{job}\\.'").succeeded, f"job {job}'s steps gone")
+    for where, extra in ((new, moved), (old, [])):
+        run = playbook("slurm.yml", *extra)
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert re.search(rf"^{name}_\d+\.\d+$", host.check_output(f"srun --nodelist={name} ls {where}"), re.M), where
+
+
 def test_a_moved_state_save_location_stops_until_the_state_is_copied(host):
     """slurm_state_save_location changed on the running cluster, with a running and a held job:
     restarted on the new, empty directory slurmctld would forget both (on a lab, before: the
