@@ -4,9 +4,9 @@
 slurm_cluster runs the tests before SECOND_PART_FROM; slurm_cluster_2 runs the first
 BASICS_IN_BOTH (daemons, munge, real jobs in sacct: the later tests build on those jobs)
 and then the tests from SECOND_PART_FROM on, in file order as always. The whole suite took
-3243 s on one lab in the whole .ci/run of 2026-12-06, the run's critical path. The first
-half is the larger (about 60%): the other lane runs the heavy scenarios, which never run
-side by side, while it lasts (docs/testing.md, "Two labs for slurm_cluster").
+3243 s on one lab in the whole .ci/run of 2026-12-06, the run's critical path; split here,
+the two parts took about as long as each other side by side (docs/testing.md, "Two labs
+for slurm_cluster", has the figures).
 Run by hand with pytest outside molecule (no MOLECULE_SCENARIO_NAME), every test runs.
 """
 
