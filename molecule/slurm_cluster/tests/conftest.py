@@ -4,9 +4,10 @@
 slurm_cluster runs the tests before SECOND_PART_FROM; slurm_cluster_2 runs the first
 BASICS_IN_BOTH (daemons, munge, real jobs in sacct: the later tests build on those jobs)
 and then the tests from SECOND_PART_FROM on, in file order as always. The whole suite took
-3243 s on one lab in the whole .ci/run of 2026-12-06, the run's critical path; split here,
-the two parts took about as long as each other side by side (docs/testing.md, "Two labs
-for slurm_cluster", has the figures).
+3243 s on one lab in the whole .ci/run of 2026-12-06, the run's critical path. The first
+part is the larger, about three fifths with its dry run and idempotence step: the second
+ends first and its lane then runs the heavy scenarios, which never run side by side, while
+the first goes on (docs/testing.md, "Two labs for slurm_cluster").
 Run by hand with pytest outside molecule (no MOLECULE_SCENARIO_NAME), every test runs.
 """
 
@@ -22,7 +23,7 @@ HERE = Path(__file__).resolve().parents[1]
 FIRST = "slurm_cluster"
 SECOND = "slurm_cluster_2"
 BASICS_IN_BOTH = 6
-SECOND_PART_FROM = "test_a_moved_state_save_location_stops_until_the_state_is_copied"
+SECOND_PART_FROM = "test_a_daemon_that_stops_at_once_fails_the_run_at_once_with_its_own_error"
 
 
 def _platforms(scenario: Path) -> list:
