@@ -13,6 +13,8 @@ description:
   - The same file provides C(slurm_expand_hostlist) (the inverse), C(slurm_conf_line) (a mapping
     as one C(Key=Value ...) line), C(slurm_conf_lines) (a flat mapping as sorted lines), C(slurm_controller_lines) (SlurmctldHost lines),
     C(slurm_mariadb_lines) (MariaDB options as sorted lines, booleans as ON/OFF),
+    C(slurm_logrotate_lines) (a daemon's logrotate file from C(slurm_log_rotation)'s directives, the log's owner and a
+    SIGUSR2 postrotate), C(slurm_log_rotation_errors) (what is wrong with those directives),
     C(slurm_nodes) (NodeName records from facts and C(slurm_node_*) host variables, identical
     hardware merged), C(slurm_partitions) (PartitionName records from groups),
     C(slurm_gres) (gres.conf records, C(AutoDetect=nvml) on NVIDIA hosts), C(slurm_version_series)
@@ -112,6 +114,17 @@ def slurm_mariadb_lines(config: Mapping[str, Any]) -> list[str]:
         return sc.mariadb_lines(config or {})
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
+
+
+def slurm_logrotate_lines(log_file: str, program: str, owner: str, directives: Mapping[str, Any]) -> list[str]:
+    try:
+        return sc.logrotate_lines(log_file, program, owner, directives or {})
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def slurm_log_rotation_errors(directives: Any) -> list[str]:
+    return sc.log_rotation_errors(directives)
 
 
 def slurm_controller_lines(controllers: list[Mapping[str, Any]]) -> list[str]:
@@ -230,6 +243,8 @@ class FilterModule:
             "slurm_accounting_errors": slurm_accounting_errors,
             "slurm_conf_lines": slurm_conf_lines,
             "slurm_mariadb_lines": slurm_mariadb_lines,
+            "slurm_logrotate_lines": slurm_logrotate_lines,
+            "slurm_log_rotation_errors": slurm_log_rotation_errors,
             "slurm_controller_lines": slurm_controller_lines,
             "slurm_nodes": slurm_nodes,
             "slurm_partitions": slurm_partitions,

@@ -169,6 +169,48 @@ def controller_lines(controllers: list[Mapping[str, Any]]) -> list[str]:
             for c in controllers]
 
 
+# logrotate directives the role writes itself in each daemon's file (logrotate_lines).
+LOG_ROTATION_OWN = ("create", "postrotate", "prerotate", "firstaction", "lastaction", "endscript", "sharedscripts")
+
+
+def log_rotation_errors(directives: Any) -> list[str]:
+    """What is wrong with slurm_log_rotation (logrotate directives as data), one message each."""
+    if not isinstance(directives, Mapping):
+        return [f"slurm_log_rotation must be a mapping of logrotate directives (e.g. {{size: 50M, rotate: 12, "
+                f"compress: true}}), got {json.dumps(directives, default=str)}."]
+    errors = []
+    for key, value in directives.items():
+        if not isinstance(key, str) or not re.fullmatch(r"[a-z]+", key):
+            errors.append(f"slurm_log_rotation has the key {key!r}: a key is one logrotate directive, lowercase "
+                          "letters only (size, rotate, compress, ...).")
+        elif key in LOG_ROTATION_OWN:
+            errors.append(f"slurm_log_rotation sets {key!r}, which the role writes itself (the log's owner in "
+                          "'create', a postrotate that sends the daemon SIGUSR2 to reopen its log): remove it.")
+        elif isinstance(value, (Mapping, list, tuple)) or "\n" in str(value):
+            errors.append(f"slurm_log_rotation's {key} is {json.dumps(value, default=str)}: give true (the word "
+                          "alone), false or null (left out), or one line written after the word.")
+    return errors
+
+
+def logrotate_lines(log_file: str, program: str, owner: str, directives: Mapping[str, Any]) -> list[str]:
+    """A daemon's logrotate file as lines: its log file, the directives (true: the word alone;
+    false or None: left out), a new log owned by the daemon's user and SIGUSR2 after rotating,
+    which makes a Slurm daemon reopen its log file."""
+    errors = log_rotation_errors(directives)
+    if errors:
+        raise ValueError(" ".join(errors))
+    lines = [f"{log_file} {{"]
+    for key, value in directives.items():
+        if value is True:
+            lines.append(f"    {key}")
+        elif value is not None and value is not False:
+            lines.append(f"    {key} {value}")
+    lines += [f"    create 0600 {owner} {owner}", "    postrotate",
+              f"        systemctl kill --kill-whom=main --signal=SIGUSR2 {program}.service 2> /dev/null || true",
+              "    endscript", "}"]
+    return lines
+
+
 # --------------------------------------------------------------------------- nodes
 def host_gpus(hv: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The GPUs of a host, as [{vendor, type, count}] (empty when none); see OVERRIDE_KEY."""
@@ -336,7 +378,8 @@ def version_series(version: str) -> str:
 # for every Slurm host, since the role builds those files once per play (tasks/config.yml).
 CLUSTER_WIDE_KEYS = ("slurm_config", "slurm_default_config", "slurm_cgroup_config", "slurm_cgroup_default_config",
                      "slurm_cluster_name", "slurm_state_save_location", "slurm_accounting_enabled",
-                     "slurm_accounting_enforce", "slurm_configless", "slurm_partitions", "slurm_version")
+                     "slurm_accounting_enforce", "slurm_configless", "slurm_partitions", "slurm_version",
+                     "slurm_log_rotation_enabled", "slurm_log_rotation")
 
 
 def cluster_wide_errors(values: Mapping[str, Mapping[str, Any]], keys: Iterable[str] = CLUSTER_WIDE_KEYS) -> list[str]:
@@ -351,9 +394,10 @@ def cluster_wide_errors(values: Mapping[str, Mapping[str, Any]], keys: Iterable[
         for value, hosts in groups:
             shown = "the role's default" if value is host_values.UNSET else json.dumps(value, sort_keys=True, default=str)
             parts.append(f"{', '.join(hosts)}: {shown if len(shown) <= 120 else shown[:117] + '...'}")
-        errors.append(f"{key} differs between the Slurm hosts ({'; '.join(parts)}). slurm.conf, cgroup.conf and "
-                      f"gres.conf are the same on every host: set {key} once for all Slurm hosts (e.g. in "
-                      "group_vars/all), not per host or per group.")
+        what = ("The daemons' log rotation is one policy for the cluster" if key.startswith("slurm_log_rotation")
+                else "slurm.conf, cgroup.conf and gres.conf are the same on every host")
+        errors.append(f"{key} differs between the Slurm hosts ({'; '.join(parts)}). {what}: set {key} "
+                      "once for all Slurm hosts (e.g. in group_vars/all), not per host or per group.")
     return errors
 
 

@@ -628,7 +628,11 @@ def test_log_files_in_new_directories_are_written_there(host):
     the run passed, slurmctld and slurmdbd logged "Unable to open logfile" to the journal
     alone, and slurmd went on writing to its old file after the reconfigure. Now the run makes
     each directory, owned by the user the daemon runs as, slurmd restarts on its new
-    SlurmdLogFile, and each daemon writes its new file; and back."""
+    SlurmdLogFile, and each daemon writes its new file; and back.
+    Each new file is rotated where it is: the run installs logrotate and writes each daemon's
+    file in /etc/logrotate.d for it (Debian's, when the package ships one, names only
+    /var/log/slurm; logrotate was not installed at all). A forced rotation leaves the old log
+    as .1 and the daemon, signalled, writes a new file (it had kept writing the renamed one)."""
     ctl, node = lab_host(CONTROLLER), lab_host(COMPUTE[0])
     moved = {"slurm_config": {**LAB_SLURM_CONFIG, "SlurmctldLogFile": "/var/log/slurm-ctld/slurmctld.log",
                               "SlurmdLogFile": "/var/log/slurm-d/slurmd.log"},
@@ -644,6 +648,17 @@ def test_log_files_in_new_directories_are_written_there(host):
                 assert lab.check_output(f"stat -c %U {path.rsplit('/', 1)[0]}") == owner, path
                 assert lab.file(path).size > 0, path
                 assert path in lab.check_output(f"ls -l /proc/$(pidof {daemon})/fd"), (daemon, path)
+                assert f"{path} {{" in lab.file(f"/etc/logrotate.d/{daemon}").content_string, (daemon, path)
+                lab.run_expect([0], f"logrotate --force /etc/logrotate.d/{daemon}")
+                assert lab.file(f"{path}.1").exists, path
+                fds = lambda: lab.check_output(f"ls -l /proc/$(pidof {daemon})/fd")  # noqa: E731
+                wait_for(lambda: f"{path}.1" not in fds() and path in fds(), f"{daemon} writing a new {path}")
+        assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
+        for lab, files in logs.items():
+            for path, owner, daemon in files:
+                if daemon != "slurmdbd":  # it logs nothing at this level for a job
+                    assert lab.file(path).size > 0, path
+                assert lab.check_output(f"stat -c %U {path}") == owner, path
     finally:
         run = playbook("slurm.yml")
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

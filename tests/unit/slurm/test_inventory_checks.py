@@ -143,3 +143,31 @@ def test_each_differing_variable_has_its_own_message_and_long_values_are_cut():
     assert [e.split(" ", 1)[0] for e in errors] == ["slurm_config", "slurm_cluster_name"]
     assert "c1, ctl: " in errors[0] and "...; c2: the role's default" in errors[0]
     assert 'c1: "b"' in errors[1] and 'c2, ctl: "a"' in errors[1]
+
+
+def test_log_rotation_set_for_some_hosts_only_is_refused_as_one_policy():
+    hostvars = {"ctl": {}, "c1": {"slurm_log_rotation": {"rotate": 2}}, "c2": {}}
+    errors = cluster_wide(["ctl", "c1", "c2"], hostvars)
+    assert len(errors) == 1
+    assert errors[0].startswith("slurm_log_rotation differs between the Slurm hosts (c1: {\"rotate\": 2}; c2, ctl: the role's default)")
+    assert "log rotation is one policy for the cluster" in errors[0] and "gres.conf" not in errors[0]
+
+
+log_rotation_errors = FilterModule().filters()["slurm_log_rotation_errors"]
+
+
+def test_log_rotation_directives_as_data_pass():
+    assert log_rotation_errors({"size": "50M", "rotate": 12, "compress": True, "dateext": False, "maxage": None}) == []
+
+
+@pytest.mark.parametrize(("directives", "says"), [
+    (["size 50M"], "must be a mapping of logrotate directives"),
+    ({"Size": "50M"}, "has the key 'Size': a key is one logrotate directive"),
+    ({"create": "0644 root root"}, "sets 'create', which the role writes itself"),
+    ({"postrotate": "kill -HUP 1"}, "sets 'postrotate', which the role writes itself"),
+    ({"size": ["50M"]}, "slurm_log_rotation's size is [\"50M\"]"),
+    ({"rotate": "4\npostrotate"}, "give true (the word alone), false or null (left out), or one line"),
+])
+def test_bad_log_rotation_directives_are_refused_naming_the_key_and_fix(directives, says):
+    errors = log_rotation_errors(directives)
+    assert len(errors) == 1 and says in errors[0], errors

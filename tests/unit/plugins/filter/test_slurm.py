@@ -356,3 +356,18 @@ def test_mariadb_lines_write_booleans_as_mariadb_reads_them():
         "innodb_file_per_table=OFF", "max_allowed_packet=16M", "skip_name_resolve=ON"]
     with pytest.raises(AnsibleFilterError, match="single line"):
         F["slurm_mariadb_lines"]({"init_connect": "a\nb"})
+
+
+def test_logrotate_lines_write_the_directives_as_data_then_the_owner_and_the_signal():
+    lines = F["slurm_logrotate_lines"]("/var/log/slurm-ctld/slurmctld.log", "slurmctld", "slurm",
+                                       {"size": "50M", "rotate": 12, "compress": True, "dateext": False, "maxage": None})
+    assert lines == [
+        "/var/log/slurm-ctld/slurmctld.log {", "    size 50M", "    rotate 12", "    compress",
+        "    create 0600 slurm slurm", "    postrotate",
+        "        systemctl kill --kill-whom=main --signal=SIGUSR2 slurmctld.service 2> /dev/null || true",
+        "    endscript", "}"]
+
+
+def test_logrotate_lines_refuse_a_directive_the_role_writes():
+    with pytest.raises(AnsibleFilterError, match="sets 'postrotate', which the role writes itself"):
+        F["slurm_logrotate_lines"]("/var/log/slurm/slurmd.log", "slurmd", "root", {"postrotate": "true"})
