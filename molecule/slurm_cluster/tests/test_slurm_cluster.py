@@ -632,7 +632,7 @@ def test_log_files_in_new_directories_are_written_there(host):
     Each new file is rotated where it is: the run installs logrotate and writes each daemon's
     file in /etc/logrotate.d for it (Debian's, when the package ships one, names only
     /var/log/slurm; logrotate was not installed at all). A forced rotation leaves the old log
-    as .1 and the daemon, signalled, writes a new file (it had kept writing the renamed one)."""
+    as .1 and the daemon, signalled, writes a new file (unsignalled it would keep writing .1)."""
     ctl, node = lab_host(CONTROLLER), lab_host(COMPUTE[0])
     moved = {"slurm_config": {**LAB_SLURM_CONFIG, "SlurmctldLogFile": "/var/log/slurm-ctld/slurmctld.log",
                               "SlurmdLogFile": "/var/log/slurm-d/slurmd.log"},
