@@ -647,12 +647,13 @@ def test_log_files_in_new_directories_are_written_there(host):
             for path, owner, daemon in files:
                 assert lab.check_output(f"stat -c %U {path.rsplit('/', 1)[0]}") == owner, path
                 assert lab.file(path).size > 0, path
-                assert path in lab.check_output(f"ls -l /proc/$(pidof {daemon})/fd"), (daemon, path)
+                fds = f"ls -l /proc/$(pidof {daemon})/fd"
+                assert path in lab.check_output(fds), (daemon, path)
                 assert f"{path} {{" in lab.file(f"/etc/logrotate.d/{daemon}").content_string, (daemon, path)
                 lab.run_expect([0], f"logrotate --force /etc/logrotate.d/{daemon}")
                 assert lab.file(f"{path}.1").exists, path
-                fds = lambda: lab.check_output(f"ls -l /proc/$(pidof {daemon})/fd")  # noqa: E731
-                wait_for(lambda: f"{path}.1" not in fds() and path in fds(), f"{daemon} writing a new {path}")
+                wait_for(lambda: f"{path}.1" not in (open_files := lab.check_output(fds)) and path in open_files,  # noqa: B023
+                         f"{daemon} writing a new {path}")
         assert sorted(host.check_output(f"srun -N{len(COMPUTE)} hostname").split()) == COMPUTE
         for lab, files in logs.items():
             for path, owner, daemon in files:
