@@ -2,12 +2,14 @@
 # Apache License 2.0 (see LICENSE)
 """What slurmdbd must hold for the cluster (its name, QOS, accounts, users) against what it
 holds, and the sacctmgr commands that add what is missing: the slurm_accounting module's
-logic. An existing account whose fair share the inventory gives gets it set (sacctmgr
-modify); other attributes of an existing item are left as they are (QOS attributes and
-descriptions apply at creation), and nothing is removed."""
+logic. An existing QOS whose attributes, or an existing account whose fair share or
+description, the inventory gives otherwise than slurmdbd holds gets them set (sacctmgr
+modify, only the keys that differ); a key the inventory leaves out keeps what slurmdbd
+holds, and nothing is removed."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.clusterdos.cluster.plugins.module_utils.slurm_config import conf_lines
@@ -18,15 +20,99 @@ from ansible_collections.clusterdos.cluster.plugins.module_utils.slurm_config im
 # are compared by association, not by name: an account or user that another cluster of the
 # same slurmdbd already has still needs its association on this one (`sacctmgr add
 # account|user ... cluster=` adds just that), and so does a user the inventory puts in a
-# second account.
-KINDS = ("cluster", "qos", "assoc")
+# second account. The QOS listing also prints each attribute key the inventory gives (sacctmgr
+# shows a QOS setting under the name it is set by), the account listing each description.
+KINDS = ("cluster", "qos", "assoc", "account")
+
+# QOS settings sacctmgr takes but cannot show (RawUsage resets usage; it is no setting to
+# keep): applied when the QOS is created, never compared.
+QOS_SET_ONLY = frozenset(("rawusage",))
+# How sacctmgr shows a duration: [days-]hours:minutes:seconds. The inventory may give any of
+# Slurm's time forms; a bare number is minutes, except for GraceTime (seconds). MaxWall and
+# GrpWall are kept in whole minutes (5:30 is shown as 00:06:00).
+QOS_SECONDS = frozenset(("gracetime",))
+QOS_MINUTES = frozenset(("maxwall", "maxwalldurationperjob", "grpwall", "preemptexempttime"))
+QOS_WHOLE_MINUTES = frozenset(("maxwall", "maxwalldurationperjob", "grpwall"))
+QOS_LISTS = frozenset(("flags", "preempt"))
+UNSET = ("", "-1", "unlimited", "infinite", "none")
 
 
-def show_argv(sacctmgr: str, kind: str, cluster: str = "") -> List[str]:
-    """The read-only command that lists one KIND, one item per line (CLUSTER: whose associations)."""
-    fields = {"cluster": ["cluster", "format=cluster"], "qos": ["qos", "format=name"],
-              "assoc": ["assoc", "cluster=%s" % cluster.lower(), "format=account,user,fairshare"]}[kind]
+def qos_keys(qos: Sequence[Mapping[str, Any]]) -> List[str]:
+    """The attribute keys the inventory gives any QOS (the first spelling of each, in order),
+    less those sacctmgr cannot show: the QOS listing's extra fields."""
+    keys: Dict[str, str] = {}
+    for item in qos:
+        for key in (item.get("attributes") or {}):
+            if str(key).lower() not in QOS_SET_ONLY:
+                keys.setdefault(str(key).lower(), str(key))
+    return list(keys.values())
+
+
+def show_argv(sacctmgr: str, kind: str, cluster: str = "", keys: Sequence[str] = ()) -> List[str]:
+    """The read-only command that lists one KIND, one item per line (CLUSTER: whose
+    associations; KEYS: the QOS attributes to print after each QOS's name)."""
+    fields = {"cluster": ["cluster", "format=cluster"], "qos": ["qos", ",".join(["format=name"] + list(keys))],
+              "assoc": ["assoc", "cluster=%s" % cluster.lower(), "format=account,user,fairshare"],
+              "account": ["account", "format=account,description"]}[kind]
     return [sacctmgr, "--noheader", "--parsable2", "show"] + fields
+
+
+def _seconds(text: str, bare: int) -> Optional[float]:
+    """Slurm's time forms (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S) in seconds; BARE: what a bare
+    number counts (60 for minutes, 1 for seconds). None where TEXT is none of them."""
+    match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text)
+    if not match:
+        return None
+    days, first, second, third = match.groups()
+    if days is not None:
+        parts = [int(first), int(second or 0), int(third or 0)]
+        return int(days) * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2]
+    if third is not None:
+        return int(first) * 3600 + int(second) * 60 + int(third)
+    if second is not None:
+        return int(first) * 60 + int(second)
+    return int(first) * bare
+
+
+def _tres(text: str) -> Dict[str, str]:
+    """A TRES list (cpu=4,mem=4G,gres/gpu=2) as {name: value}, memory in MB, -1 entries left out."""
+    out: Dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.lower().split(","))):
+        name, value = (part.split("=", 1) + [""])[:2]
+        size = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgtp]?)b?", value)
+        if name.startswith("mem") and size:
+            scale = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 ** 2, "p": 1024 ** 3}[size.group(2)]
+            value = "%g" % (float(size.group(1)) * scale)
+        if value not in UNSET:
+            out[name] = value
+    return out
+
+
+def qos_value_same(key: str, given: Any, shown: str) -> bool:
+    """Whether a QOS attribute as the inventory gives it (GIVEN) is what sacctmgr shows
+    (SHOWN) in its own form: durations as seconds, TRES lists by name and value (memory in
+    MB), flag and QOS lists as sets, numbers as numbers, text without case (sacctmgr stores
+    descriptions in lower case); -1, UNLIMITED and INFINITE are shown as nothing."""
+    key = key.lower()
+    given_text = ("%s" % given).strip() if given is not None else ""
+    shown = shown.strip()
+    if given_text.lower() in UNSET or shown.lower() in UNSET:
+        return given_text.lower() in UNSET and shown.lower() in UNSET
+    if key in QOS_SECONDS or key in QOS_MINUTES:
+        want = _seconds(given_text, 1 if key in QOS_SECONDS else 60)
+        have = _seconds(shown, 60)
+        if want is not None and key in QOS_WHOLE_MINUTES:
+            want = -(-want // 60) * 60
+        return want is not None and want == have
+    if "tres" in key:
+        return _tres(given_text) == _tres(shown)
+    if key in QOS_LISTS:
+        return ({p.strip() for p in given_text.lower().split(",") if p.strip()}
+                == {p.strip() for p in shown.lower().split(",") if p.strip()})
+    try:
+        return float(given_text) == float(shown)
+    except ValueError:
+        return given_text.lower() == shown.lower()
 
 
 def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]],
@@ -34,12 +120,14 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
          sacctmgr: str = "sacctmgr") -> List[Tuple[str, List[str]]]:
     """The (label, argv) of each `sacctmgr -i add` needed, in dependency order: the cluster,
     QOS, accounts (their association on the cluster), users (their association with their
-    account on the cluster); then a `sacctmgr -i modify` for each existing account whose fair
-    share on the cluster is not the one it is given. KNOWN maps "cluster" and "qos" to the
-    names slurmdbd lists, "assoc" to the cluster's (account, user) pairs, "" for an account's
-    own, and "fairshare" to each account's share there (as sacctmgr prints it); sacctmgr
-    stores cluster, QOS and account names in lower case, so those compare in lower case, user
-    names as given."""
+    account on the cluster); then a `sacctmgr -i modify` for each existing QOS whose given
+    attributes are not what slurmdbd shows (those keys only, qos_value_same), each existing
+    account whose fair share on the cluster or description is not the one it is given. KNOWN
+    maps "cluster" and "qos" to the names slurmdbd lists, "qos_attributes" to each QOS's
+    shown attributes ({lower-case key: text}), "assoc" to the cluster's (account, user) pairs,
+    "" for an account's own, "fairshare" to each account's share there and "description" to
+    each account's description (as sacctmgr prints them); sacctmgr stores cluster, QOS and
+    account names in lower case, so those compare in lower case, user names as given."""
     add = [sacctmgr, "-i", "add"]
     assoc = known.get("assoc", set())
     out: List[Tuple[str, List[str]]] = []
@@ -58,6 +146,24 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
         if (item["account"].lower(), item["name"]) not in assoc:
             out.append(("user %s" % item["name"], add + [
                 "user", item["name"], "account=%s" % item["account"], "cluster=%s" % cluster]))
+    shown_qos = known.get("qos_attributes", {})
+    for item in qos:
+        shown = shown_qos.get(item["name"].lower())
+        if shown is None:
+            continue
+        differ = {key: value for key, value in (item.get("attributes") or {}).items()
+                  if str(key).lower() not in QOS_SET_ONLY and not qos_value_same(key, value, shown.get(str(key).lower(), ""))}
+        if differ:
+            was = ", ".join("%s was %s" % (key, shown.get(str(key).lower()) or "unset") for key in sorted(differ))
+            out.append(("attributes of qos %s (%s; %s)" % (item["name"], " ".join(conf_lines(differ)), was), [
+                sacctmgr, "-i", "modify", "qos", "where", "name=%s" % item["name"], "set"] + conf_lines(differ)))
+    descriptions = known.get("description", {})
+    for item in accounts:
+        now = descriptions.get(item["name"].lower())
+        if item.get("description") and now is not None and now.lower() != str(item["description"]).strip().lower():
+            out.append(("description of account %s (%r, was %r)" % (item["name"], item["description"], now), [
+                sacctmgr, "-i", "modify", "account", "where", "name=%s" % item["name"],
+                "set", "description=%s" % item["description"]]))
     shares = known.get("fairshare", {})
     for item in accounts:
         now = shares.get(item["name"].lower())
@@ -73,25 +179,36 @@ Result = Tuple[int, str, str]
 
 def known_names(run: Callable[[List[str]], Result], sacctmgr: str,
                 run_all: Optional[Callable[[List[List[str]]], List[Result]]] = None,
-                cluster: str = "") -> Dict[str, Any]:
-    """What slurmdbd holds, kind by kind (KINDS; CLUSTER's associations); RUN(argv) -> (rc,
-    stdout, stderr), one listing after another, or RUN_ALL([argv, ...]) -> [(rc, stdout,
-    stderr), ...] for all of them at once (the module runs them side by side: three sacctmgr
-    round trips to slurmdbd in the time of one). Raises RuntimeError with sacctmgr's own
-    message when slurmdbd cannot be asked."""
-    argvs = [show_argv(sacctmgr, kind, cluster) for kind in KINDS]
+                cluster: str = "", keys: Sequence[str] = ()) -> Dict[str, Any]:
+    """What slurmdbd holds, kind by kind (KINDS; CLUSTER's associations; KEYS: the QOS
+    attributes to read); RUN(argv) -> (rc, stdout, stderr), one listing after another, or
+    RUN_ALL([argv, ...]) -> [(rc, stdout, stderr), ...] for all of them at once (the module
+    runs them side by side: four sacctmgr round trips to slurmdbd in the time of one). Raises
+    RuntimeError with sacctmgr's own message when slurmdbd cannot be asked, and names the
+    QOS attribute sacctmgr does not know."""
+    argvs = [show_argv(sacctmgr, kind, cluster, keys) for kind in KINDS]
     results = run_all(argvs) if run_all is not None else [run(argv) for argv in argvs]
     known: Dict[str, Any] = {}
     for kind, argv, (rc, out, err) in zip(KINDS, argvs, results):
+        unknown = re.search(r"Unknown field '([^']*)'", out + err)
+        if kind == "qos" and unknown:
+            raise RuntimeError("slurm_accounting_qos: sacctmgr knows no QOS attribute %r (%s): use the names "
+                               "sacctmgr(1) gives under SPECIFICATIONS FOR QOS (e.g. MaxWall, MaxTRESPerUser)."
+                               % (unknown.group(1), " ".join(argv)))
         if rc != 0:
             raise RuntimeError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out).strip()))
-        lines = [line.strip() for line in out.splitlines() if line.strip()]
+        rows = [line.split("|") for line in out.splitlines() if line.strip()]
         if kind == "assoc":
-            rows = [(line.split("|") + ["", ""])[:3] for line in lines]
+            rows = [(row + ["", ""])[:3] for row in rows]
             known[kind] = {(account.lower(), user) for account, user, _share in rows}
             known["fairshare"] = {account.lower(): share for account, user, share in rows if not user and share}
         else:
-            known[kind] = {name.lower() for name in lines}
+            known[kind] = {row[0].strip().lower() for row in rows}
+        if kind == "qos":
+            known["qos_attributes"] = {row[0].strip().lower(): dict(zip((k.lower() for k in keys), row[1:] + [""] * len(keys)))
+                                       for row in rows}
+        if kind == "account":
+            known["description"] = {row[0].strip().lower(): (row + [""])[1] for row in rows}
     return known
 
 
@@ -101,7 +218,7 @@ def ensure(run: Callable[[List[str]], Result], params: Mapping[str, Any], check_
     returns the module's result. Where sacctmgr is not INSTALLED yet (check mode on a fresh
     host) everything is planned."""
     sacctmgr = params["sacctmgr"]
-    known = known_names(run, sacctmgr, run_all, params["cluster"]) if installed else {}
+    known = known_names(run, sacctmgr, run_all, params["cluster"], qos_keys(params["qos"])) if installed else {}
     steps = plan(known, params["cluster"], params["qos"], params["accounts"], params["users"], sacctmgr)
     added = [label for label, argv in steps if argv[2] == "add"]
     modified = [label for label, argv in steps if argv[2] == "modify"]
@@ -113,6 +230,25 @@ def ensure(run: Callable[[List[str]], Result], params: Mapping[str, Any], check_
                 raise RuntimeError("%s failed (rc %s): %s" % (what, rc, (err or out).strip()))
     return {"changed": bool(steps), "added": added, "modified": modified,
             "diff": {"before": "", "after": "".join("%s\n" % label for label, _argv in steps)} if steps else {}}
+
+
+def _attribute_errors(where: str, attributes: Mapping[Any, Any]) -> List[str]:
+    """A QOS's attributes: each key one word (sacctmgr's option name, also the field it is
+    read back by), each value one line, and a flag or QOS list whole (a +/- change to the
+    list is applied again on every run: no run could tell it is in place)."""
+    out: List[str] = []
+    for key, value in attributes.items():
+        text = "" if value is None else "%s" % value
+        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z]+", key):
+            out.append("%s: attribute %r is no sacctmgr QOS option: give its name as one word (e.g. MaxWall, "
+                       "MaxTRESPerUser; sacctmgr(1), SPECIFICATIONS FOR QOS)." % (where, key))
+        elif isinstance(value, (list, dict)) or "\n" in text:
+            out.append("%s: attribute %s is %r: give one value on one line (a list as one comma-separated string)."
+                       % (where, key, value))
+        elif key.lower() in QOS_LISTS and text.strip()[:1] in ("+", "-") and text.strip() != "-1":
+            out.append("%s: attribute %s is %r: give the whole list (e.g. DenyOnLimit,NoReserve; -1 for none), not a "
+                       "change to it." % (where, key, value))
+    return out
 
 
 def errors(qos: Any, accounts: Any, users: Any) -> List[str]:
@@ -138,6 +274,8 @@ def errors(qos: Any, accounts: Any, users: Any) -> List[str]:
             if var == "slurm_accounting_qos" and not isinstance(item.get("attributes", {}) or {}, Mapping):
                 out.append("%s: 'attributes' is %r: give a mapping of QOS settings, e.g. {Priority: 100}."
                            % (where, item.get("attributes")))
+            elif var == "slurm_accounting_qos":
+                out.extend(_attribute_errors(where, item.get("attributes") or {}))
             if var == "slurm_accounting_accounts" and "fairshare" in item:
                 share = item["fairshare"]
                 if isinstance(share, bool) or not isinstance(share, int) or share < 0:

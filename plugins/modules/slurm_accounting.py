@@ -7,7 +7,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_accounting
-short_description: Add the cluster, QOS, accounts and users slurmdbd is missing, and set accounts' fair share, in one call
+short_description: Add the cluster, QOS, accounts and users slurmdbd is missing, and set changed attributes, in one call
 version_added: 0.1.0
 description:
   - Lists what slurmdbd holds with C(sacctmgr show) (clusters, QOS, and the cluster's associations), then adds what is
@@ -16,9 +16,14 @@ description:
     same slurmdbd already has still gets its association on this one, and a user gets one with each account it is
     listed with.
   - An account that exists on O(cluster) and is given a C(fairshare) gets that fair share where slurmdbd holds another
-    (C(sacctmgr -i modify account)); one given none keeps what slurmdbd holds. Other attributes of an item that exists
-    are left as they are (QOS attributes and an account's description apply when it is created), and nothing is
-    removed.
+    (C(sacctmgr -i modify account)); one given none keeps what slurmdbd holds. An account given a C(description) gets it
+    where slurmdbd holds another (sacctmgr keeps descriptions in lower case, so case alone is no change).
+  - A QOS that exists gets the attributes it is given that slurmdbd holds otherwise (C(sacctmgr -i modify qos), those
+    keys only). The QOS listing prints each key given as a field (sacctmgr shows a QOS option under the name it is set
+    by) and compares in sacctmgr's own forms, durations as seconds (a bare number is minutes, seconds for
+    C(GraceTime); C(MaxWall) and C(GrpWall) in whole minutes), TRES lists by name and value (memory in MB), C(Flags)
+    and C(Preempt) as sets, numbers as numbers, text without case; C(-1), C(UNLIMITED) and C(INFINITE) are no limit.
+    A key left out keeps what slurmdbd holds; C(RawUsage) applies at creation only. Nothing is removed.
   - Runs where C(sacctmgr) reaches slurmdbd (the Slurm role runs it on the primary controller). Cluster, QOS and account
     names compare in lower case, as slurmdbd stores them; user names as given.
 options:
@@ -27,7 +32,8 @@ options:
     type: str
     required: true
   qos:
-    description: QOS, as C({name, attributes}); attributes are C(Key=Value) settings applied at creation.
+    description: QOS, as C({name, attributes}); attributes are sacctmgr's QOS options (C(Key=Value)), applied at creation and set
+      again where slurmdbd holds another value.
     type: list
     elements: dict
     default: []
@@ -51,7 +57,7 @@ attributes:
       everything is reported as to be added.
     support: full
   diff_mode:
-    description: The items added and the fair shares set, one per line.
+    description: The items added and the attributes set (with what slurmdbd held), one per line.
     support: full
 author:
   - clusterdOS developers (@clusterdos)
@@ -80,11 +86,12 @@ added:
   elements: str
   sample: [cluster gpu, account research, user alice]
 modified:
-  description: The accounts whose fair share was set (or would be, in check mode), with the new and the old value.
+  description: The QOS attributes and the accounts' fair shares and descriptions set (or that would be, in check mode), with the
+    new and the old value.
   returned: always
   type: list
   elements: str
-  sample: [fairshare of account research (10, was 1)]
+  sample: [fairshare of account research (10, was 1), "attributes of qos high (Priority=200; Priority was 100)"]
 """
 
 from concurrent.futures import ThreadPoolExecutor

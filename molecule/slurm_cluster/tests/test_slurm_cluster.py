@@ -435,31 +435,50 @@ def test_daemons_disabled_while_running_are_drift_and_enabled_again(host):
     assert set(host.check_output(f"srun -w {node} hostname").split()) == {node}
 
 
-def test_an_accounts_fair_share_follows_the_inventory(host):
-    """The default account given fairshare 5 in the inventory (the role's default is 1): before,
-    the account existed and slurmdbd kept 1 (attributes applied at creation only), with the run
-    reporting nothing. Now a dry run says it would set it and changes nothing, the run sets it
-    on the account's association, the user's association under it keeps its own share; back to
-    the default the same way."""
+def test_an_accounts_fair_share_and_a_qoss_attributes_follow_the_inventory(host):
+    """The default account given fairshare 5 and another description, the high QOS another
+    Priority and a MaxWall, in the inventory: before, the account and the QOS existed and
+    slurmdbd kept what they were created with, the run reporting nothing (for the fair share
+    until session 31, for the QOS and the description until session 38). Now a dry run names
+    each change with the value slurmdbd held and changes nothing; the run sets them (the
+    user's association under the account keeps its own share); a dry run with the fast path
+    off then finds nothing to change, since sacctmgr's own forms (01:30:00, a lower-case
+    description) compare equal to the inventory's; back to the defaults the same way (-1
+    lifts the MaxWall)."""
     shares = "sacctmgr --noheader --parsable2 show assoc cluster=lab account=default format=user,fairshare"
+    shown = ("sacctmgr --noheader --parsable2 show qos high format=priority,maxwall && "
+             "sacctmgr --noheader --parsable2 show account default format=description")
 
     def now() -> dict[str, str]:
         return dict(line.split("|", 1) for line in host.check_output(shares).splitlines())
 
-    def accounts(share: int) -> list[str]:
-        return ["-e", json.dumps({"slurm_accounting_accounts": [
-            {"name": "default", "description": "Default account", "fairshare": share}]})]
+    def settings(share: int, priority: int, maxwall: int | str, description: str) -> list[str]:
+        return ["-e", json.dumps({
+            "slurm_accounting_accounts": [{"name": "default", "description": description, "fairshare": share}],
+            "slurm_accounting_qos": [{"name": "normal"}, {"name": "high", "attributes": {"Priority": priority,
+                                                                                        "MaxWall": maxwall}}]})]
 
+    changed = settings(5, 200, "1:30:00", "Research and development")
     before = now()
     assert before[""] == "1", before
-    dry = playbook("slurm.yml", "--check", "--diff", *accounts(5))
+    assert host.check_output(shown).splitlines() == ["100|", "default account"]
+    dry = playbook("slurm.yml", "--check", "--diff", *changed)
     assert dry.returncode == 0, dry.stdout[-4000:] + dry.stderr[-2000:]
-    assert "fairshare of account default (5, was 1)" in dry.stdout, dry.stdout[-4000:]
-    assert now() == before
-    for share, extra in ((5, accounts(5)), (1, [])):
+    for label in ("fairshare of account default (5, was 1)",
+                  "attributes of qos high (MaxWall=1:30:00 Priority=200; MaxWall was unset, Priority was 100)",
+                  "description of account default ('Research and development', was 'default account')"):
+        assert label in dry.stdout, dry.stdout[-4000:]
+    assert now() == before and host.check_output(shown).splitlines() == ["100|", "default account"]
+    for share, extra, expected in ((5, changed, ["200|01:30:00", "research and development"]),
+                                   (1, settings(1, 100, -1, "Default account"), ["100|", "default account"])):
         run = playbook("slurm.yml", *extra)
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
         assert now() == dict(before, **{"": str(share)}), now()
+        assert host.check_output(shown).splitlines() == expected
+        if share == 5:
+            again = playbook("slurm.yml", "--check", *extra, "-e", json.dumps({"clusterdos_fast_path": False}))
+            assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
+            assert set(re.findall(r" changed=(\d+) ", again.stdout)) == {"0"}, again.stdout[-4000:]
 
 
 def test_a_partition_dropped_with_jobs_in_it_stops_the_run(host):

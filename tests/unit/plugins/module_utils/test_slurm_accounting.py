@@ -43,10 +43,10 @@ def test_fresh_slurmdbd_gets_everything_in_dependency_order():
 
 
 def test_what_exists_is_not_added_again_names_compare_as_slurmdbd_stores_them():
-    run, calls = recorded({"cluster": "lab\n", "qos": "normal\nhigh\n", "assoc": "root|\nroot|root\nDefault|\n"})
+    run, calls = recorded({"cluster": "lab\n", "qos": "normal|\nhigh|100\n", "assoc": "root|\nroot|root\nDefault|\n"})
     result = sa.ensure(run, PARAMS, check_mode=False)
     assert result["added"] == ["user nobody"]
-    run, calls = recorded({"cluster": "lab\n", "qos": "normal\nhigh\n", "assoc": "default|\ndefault|nobody\n"})
+    run, calls = recorded({"cluster": "lab\n", "qos": "normal|\nhigh|100\n", "assoc": "default|\ndefault|nobody\n"})
     result = sa.ensure(run, PARAMS, check_mode=False)
     assert result == {"changed": False, "added": [], "modified": [], "diff": {}}
     assert all(c[1] != "-i" for c in calls)
@@ -58,12 +58,12 @@ def test_an_account_or_user_another_cluster_has_still_gets_its_association_on_th
     """One slurmdbd, a second cluster: the account and user exist (on the first cluster), yet
     this cluster's associations lack them, so both are added here (as found on a lab whose
     cluster was renamed: the new name had only root's associations)."""
-    run, calls = recorded({"cluster": "lab\nother\n", "qos": "normal\nhigh\n", "assoc": "root|\nroot|root\n"})
+    run, calls = recorded({"cluster": "lab\nother\n", "qos": "normal|\nhigh|100\n", "assoc": "root|\nroot|root\n"})
     assert sa.ensure(run, PARAMS, check_mode=False)["added"] == ["account default", "user nobody"]
     # A user listed with a second account gets that association too.
     params = dict(PARAMS, accounts=PARAMS["accounts"] + [{"name": "gpu"}],
                   users=PARAMS["users"] + [{"name": "nobody", "account": "gpu"}])
-    run, calls = recorded({"cluster": "lab\n", "qos": "normal\nhigh\n", "assoc": "default|\ndefault|nobody\ngpu|\n"})
+    run, calls = recorded({"cluster": "lab\n", "qos": "normal|\nhigh|100\n", "assoc": "default|\ndefault|nobody\ngpu|\n"})
     result = sa.ensure(run, params, check_mode=False)
     assert result["added"] == ["user nobody"]
     assert [c for c in calls if c[1] == "-i"] == [["sacctmgr", "-i", "add", "user", "nobody", "account=gpu", "cluster=Lab"]]
@@ -76,7 +76,7 @@ def test_an_accounts_changed_fair_share_is_set_where_the_inventory_gives_one():
     inventory gives no fairshare keeps the one slurmdbd has (set by hand), and users' shares
     are not touched."""
     params = dict(PARAMS, accounts=[{"name": "Default", "fairshare": 5}, {"name": "gpu"}])
-    listing = {"cluster": "lab\n", "qos": "normal\nhigh\n",
+    listing = {"cluster": "lab\n", "qos": "normal|\nhigh|100\n",
                "assoc": "root|||\nroot|root|1\ndefault||1\ndefault|nobody|1\ngpu||7\n"}
     run, calls = recorded(listing)
     result = sa.ensure(run, params, check_mode=True)
@@ -107,7 +107,7 @@ def test_check_mode_lists_but_adds_nothing_and_plans_everything_where_sacctmgr_i
 
 
 def test_listings_run_side_by_side_give_what_one_after_another_gives():
-    """RUN_ALL gets the three listings in one call (the module starts them at once); the plan
+    """RUN_ALL gets the four listings in one call (the module starts them at once); the plan
     and the adds are the same as with one listing after another."""
     listing = {"cluster": "lab\n", "qos": "normal\n", "assoc": ""}
     run, calls = recorded(listing)
@@ -117,12 +117,12 @@ def test_listings_run_side_by_side_give_what_one_after_another_gives():
         batches.append(argvs)
         return [run(argv) for argv in argvs]
     side_by_side = sa.ensure(run, PARAMS, check_mode=False, run_all=run_all)
-    assert len(batches) == 1 and [argv[4] for argv in batches[0]] == ["cluster", "qos", "assoc"]
+    assert len(batches) == 1 and [argv[4] for argv in batches[0]] == ["cluster", "qos", "assoc", "account"]
     run2, _ = recorded(listing)
     assert side_by_side == sa.ensure(run2, PARAMS, check_mode=False)
     assert side_by_side["added"] == ["qos high", "account default", "user nobody"]
     with pytest.raises(RuntimeError, match="show qos format=name failed .*Connection refused"):
-        sa.known_names(None, "sacctmgr", lambda argvs: [(0, "", "")] + [(1, "", "Connection refused")] * 2)
+        sa.known_names(None, "sacctmgr", lambda argvs: [(0, "", "")] + [(1, "", "Connection refused")] * 3)
 
 
 def test_a_failed_add_or_listing_says_which_and_why():
@@ -147,3 +147,91 @@ def test_preflight_names_each_bad_item():
         "slurm_accounting_users[1] is 'bob': give {name, account}.",
     ]
     assert sa.errors({"name": "x"}, [], []) == ["slurm_accounting_qos is {'name': 'x'}: give a list of {name, attributes}."]
+
+
+# (inventory value, what sacctmgr 22.05 showed for it on the lab) per QOS attribute: each pair
+# was set with `sacctmgr modify qos` and read back with `sacctmgr show qos format=...`.
+SHOWN_ON_THE_LAB = [
+    ("Priority", 100, "100"), ("MaxWall", 90, "01:30:00"), ("MaxWall", "5:30", "00:06:00"),
+    ("MaxWall", "2-00:00:00", "2-00:00:00"), ("MaxWall", "UNLIMITED", ""), ("MaxWall", -1, ""),
+    ("GrpWall", 30, "00:30:00"), ("GraceTime", 120, "00:02:00"), ("GraceTime", 90, "00:01:30"),
+    ("PreemptExemptTime", 10, "00:10:00"), ("MaxTRESPerUser", "mem=4096,cpu=4,node=1", "cpu=4,mem=4G,node=1"),
+    ("MaxTRESPerUser", "mem=4G,cpu=4", "cpu=4,mem=4G"), ("MaxTRESMins", "cpu=100", "cpu=100"),
+    ("Flags", "NoReserve,DenyOnLimit", "DenyOnLimit,NoReserve"), ("Flags", -1, ""),
+    ("UsageFactor", 2, "2.000000"), ("UsageThreshold", 0.5, "0.500000"), ("MaxJobsPerUser", 5, "5"),
+    ("Description", "High prio", "high prio"), ("PreemptMode", "REQUEUE", "requeue"), ("Preempt", "normal", "normal"),
+]
+
+
+@pytest.mark.parametrize("key,given,shown", SHOWN_ON_THE_LAB)
+def test_a_qos_attribute_compares_equal_to_the_form_sacctmgr_shows_it_in(key, given, shown):
+    assert sa.qos_value_same(key, given, shown)
+
+
+@pytest.mark.parametrize("key,given,shown", [
+    ("Priority", 200, "100"), ("MaxWall", 90, "01:00:00"), ("MaxWall", 90, ""), ("MaxWall", -1, "01:30:00"),
+    ("GraceTime", 120, "00:01:00"), ("MaxTRESPerUser", "cpu=8", "cpu=4"), ("MaxTRESPerUser", "cpu=4,mem=4G", "cpu=4"),
+    ("Flags", "NoReserve", "DenyOnLimit,NoReserve"), ("Description", "Low", "high prio"), ("MaxWall", "soon", "01:00:00"),
+])
+def test_a_changed_qos_attribute_differs(key, given, shown):
+    assert not sa.qos_value_same(key, given, shown)
+
+
+def test_an_existing_qos_gets_the_attributes_that_differ_and_an_account_its_description():
+    """An admin changes the high QOS's Priority and adds a MaxWall, and gives the account a new
+    description: before, both existed and nothing happened (applied at creation only; the
+    run said nothing). Now the QOS listing reads the keys given, and only those that differ
+    from what slurmdbd shows are set; the description likewise (sacctmgr keeps it in lower
+    case, so case alone is no change). A key the inventory leaves out is not touched."""
+    params = dict(PARAMS, qos=[{"name": "normal"}, {"name": "High", "attributes": {"Priority": 200, "MaxWall": "1:30:00",
+                                                                                    "UsageFactor": 2}}],
+                  accounts=[{"name": "default", "description": "Research and development"}])
+    listing = {"cluster": "lab\n", "qos": "normal|||\nhigh|100||2.000000\n", "assoc": "default||1\ndefault|nobody|1\n",
+               "account": "default|default account\nroot|default root account\n"}
+    run, calls = recorded(listing)
+    result = sa.ensure(run, params, check_mode=True)
+    assert ["sacctmgr", "--noheader", "--parsable2", "show", "qos", "format=name,Priority,MaxWall,UsageFactor"] in calls
+    assert result["modified"] == ["attributes of qos High (MaxWall=1:30:00 Priority=200; MaxWall was unset, Priority was 100)",
+                                  "description of account default ('Research and development', was 'default account')"]
+    assert all(c[1] != "-i" for c in calls)
+    run, calls = recorded(listing)
+    sa.ensure(run, params, check_mode=False)
+    assert [c for c in calls if c[1] == "-i"] == [
+        ["sacctmgr", "-i", "modify", "qos", "where", "name=High", "set", "MaxWall=1:30:00", "Priority=200"],
+        ["sacctmgr", "-i", "modify", "account", "where", "name=default", "set", "description=Research and development"]]
+    # What sacctmgr then shows is no change; nor is a description differing only in case.
+    run, calls = recorded(dict(listing, qos="normal|||\nhigh|200|01:30:00|2.000000\n",
+                               account="default|research and development\n"))
+    assert sa.ensure(run, params, check_mode=False) == {"changed": False, "added": [], "modified": [], "diff": {}}
+    # A new QOS is added with all its attributes, not modified as well; RawUsage is never read.
+    params = dict(params, qos=[{"name": "low", "attributes": {"Priority": 1, "RawUsage": 0}}])
+    run, calls = recorded(listing)
+    result = sa.ensure(run, params, check_mode=False)
+    assert result["added"] == ["qos low"] and not any("qos low" in label for label in result["modified"])
+    assert ["sacctmgr", "-i", "add", "qos", "low", "Priority=1", "RawUsage=0"] in calls
+    assert ["sacctmgr", "--noheader", "--parsable2", "show", "qos", "format=name,Priority"] in calls
+
+
+def test_a_qos_attribute_sacctmgr_does_not_know_is_named():
+    def run(argv):
+        if argv[4] == "qos":
+            return 1, "Unknown field 'maxsubmitperuser'\n", ""
+        return 0, "", ""
+    params = dict(PARAMS, qos=[{"name": "high", "attributes": {"MaxSubmitPerUser": 5}}])
+    with pytest.raises(RuntimeError, match="slurm_accounting_qos: sacctmgr knows no QOS attribute 'maxsubmitperuser'"):
+        sa.ensure(run, params, check_mode=True)
+
+
+def test_preflight_names_each_bad_qos_attribute():
+    found = sa.errors([{"name": "high", "attributes": {"Max Wall": 5, "Flags": "+NoReserve", "MaxTRES": ["cpu=1"],
+                                                        "Preempt": "-1", "Description": "two\nlines"}}], [], [])
+    assert found == [
+        "slurm_accounting_qos[0]: attribute 'Max Wall' is no sacctmgr QOS option: give its name as one word (e.g. "
+        "MaxWall, MaxTRESPerUser; sacctmgr(1), SPECIFICATIONS FOR QOS).",
+        "slurm_accounting_qos[0]: attribute Flags is '+NoReserve': give the whole list (e.g. DenyOnLimit,NoReserve; "
+        "-1 for none), not a change to it.",
+        "slurm_accounting_qos[0]: attribute MaxTRES is ['cpu=1']: give one value on one line (a list as one "
+        "comma-separated string).",
+        "slurm_accounting_qos[0]: attribute Description is 'two\\nlines': give one value on one line (a list as one "
+        "comma-separated string).",
+    ]
