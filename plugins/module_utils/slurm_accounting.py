@@ -21,8 +21,9 @@ from ansible_collections.clusterdos.cluster.plugins.module_utils.slurm_config im
 # same slurmdbd already has still needs its association on this one (`sacctmgr add
 # account|user ... cluster=` adds just that), and so does a user the inventory puts in a
 # second account. The QOS listing also prints each attribute key the inventory gives (sacctmgr
-# shows a QOS setting under the name it is set by), the account listing each description.
-KINDS = ("cluster", "qos", "assoc", "account")
+# shows a QOS setting under the name it is set by), the account listing each description,
+# the user listing each user's default account on the cluster.
+KINDS = ("cluster", "qos", "assoc", "account", "user")
 
 # QOS settings sacctmgr takes but cannot show (RawUsage resets usage; it is no setting to
 # keep): applied when the QOS is created, never compared.
@@ -53,7 +54,8 @@ def show_argv(sacctmgr: str, kind: str, cluster: str = "", keys: Sequence[str] =
     associations; KEYS: the QOS attributes to print after each QOS's name)."""
     fields = {"cluster": ["cluster", "format=cluster"], "qos": ["qos", ",".join(["format=name"] + list(keys))],
               "assoc": ["assoc", "cluster=%s" % cluster.lower(), "format=account,user,fairshare"],
-              "account": ["account", "format=account,description"]}[kind]
+              "account": ["account", "format=account,description"],
+              "user": ["user", "withassoc", "where", "cluster=%s" % cluster.lower(), "format=user,defaultaccount"]}[kind]
     return [sacctmgr, "--noheader", "--parsable2", "show"] + fields
 
 
@@ -122,12 +124,15 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
     QOS, accounts (their association on the cluster), users (their association with their
     account on the cluster); then a `sacctmgr -i modify` for each existing QOS whose given
     attributes are not what slurmdbd shows (those keys only, qos_value_same), each existing
-    account whose fair share on the cluster or description is not the one it is given. KNOWN
-    maps "cluster" and "qos" to the names slurmdbd lists, "qos_attributes" to each QOS's
-    shown attributes ({lower-case key: text}), "assoc" to the cluster's (account, user) pairs,
-    "" for an account's own, "fairshare" to each account's share there and "description" to
-    each account's description (as sacctmgr prints them); sacctmgr stores cluster, QOS and
-    account names in lower case, so those compare in lower case, user names as given."""
+    account whose fair share on the cluster or description is not the one it is given, and
+    each existing user whose default account on the cluster is not the first account the
+    inventory lists it with (first_accounts). KNOWN maps "cluster" and "qos" to the names
+    slurmdbd lists, "qos_attributes" to each QOS's shown attributes ({lower-case key: text}),
+    "assoc" to the cluster's (account, user) pairs, "" for an account's own, "fairshare" to
+    each account's share there, "description" to each account's description and
+    "default_account" to each user's default account on the cluster (as sacctmgr prints
+    them); sacctmgr stores cluster, QOS and account names in lower case, so those compare in
+    lower case, user names as given."""
     add = [sacctmgr, "-i", "add"]
     assoc = known.get("assoc", set())
     out: List[Tuple[str, List[str]]] = []
@@ -164,6 +169,13 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
             out.append(("description of account %s (%r, was %r)" % (item["name"], item["description"], now), [
                 sacctmgr, "-i", "modify", "account", "where", "name=%s" % item["name"],
                 "set", "description=%s" % item["description"]]))
+    defaults = known.get("default_account", {})
+    for name, account in first_accounts(users).items():
+        now = defaults.get(name)
+        if now is not None and now.lower() != account.lower():
+            out.append(("default account of user %s (%s, was %s)" % (name, account, now or "none"), [
+                sacctmgr, "-i", "modify", "user", "where", "name=%s" % name, "cluster=%s" % cluster,
+                "set", "defaultaccount=%s" % account]))
     shares = known.get("fairshare", {})
     for item in accounts:
         now = shares.get(item["name"].lower())
@@ -171,6 +183,14 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
             out.append(("fairshare of account %s (%s, was %s)" % (item["name"], item["fairshare"], now), [
                 sacctmgr, "-i", "modify", "account", "where", "name=%s" % item["name"], "cluster=%s" % cluster,
                 "set", "fairshare=%s" % item["fairshare"]]))
+    return out
+
+
+def first_accounts(users: Sequence[Mapping[str, Any]]) -> Dict[str, str]:
+    """Each user's default account: the first account the inventory lists the user with."""
+    out: Dict[str, str] = {}
+    for item in users:
+        out.setdefault(item["name"], item["account"])
     return out
 
 
@@ -209,6 +229,10 @@ def known_names(run: Callable[[List[str]], Result], sacctmgr: str,
                                        for row in rows}
         if kind == "account":
             known["description"] = {row[0].strip().lower(): (row + [""])[1] for row in rows}
+        if kind == "user":
+            known["default_account"] = {}
+            for row in rows:
+                known["default_account"].setdefault(row[0].strip(), (row + [""])[1].strip())
     return known
 
 

@@ -23,7 +23,10 @@ description:
     by) and compares in sacctmgr's own forms, durations as seconds (a bare number is minutes, seconds for
     C(GraceTime); C(MaxWall) and C(GrpWall) in whole minutes), TRES lists by name and value (memory in MB), C(Flags)
     and C(Preempt) as sets, numbers as numbers, text without case; C(-1), C(UNLIMITED) and C(INFINITE) are no limit.
-    A key left out keeps what slurmdbd holds; C(RawUsage) applies at creation only. Nothing is removed.
+    A key left out keeps what slurmdbd holds; C(RawUsage) applies at creation only.
+  - A user's default account on O(cluster) is the first account O(users) lists the user with; a user whose default there
+    is another gets it (C(sacctmgr -i modify user ... set defaultaccount)), so a user moved to another account submits
+    to it without C(-A). The user's other associations stay. Nothing is removed.
   - Runs where C(sacctmgr) reaches slurmdbd (the Slurm role runs it on the primary controller). Cluster, QOS and account
     names compare in lower case, as slurmdbd stores them; user names as given.
 options:
@@ -43,7 +46,8 @@ options:
     elements: dict
     default: []
   users:
-    description: Users, each added to its account on the cluster, as C({name, account}).
+    description: Users, each added to its account on the cluster, as C({name, account}); a user listed with several accounts has the
+      first as its default account.
     type: list
     elements: dict
     default: []
@@ -86,8 +90,8 @@ added:
   elements: str
   sample: [cluster gpu, account research, user alice]
 modified:
-  description: The QOS attributes and the accounts' fair shares and descriptions set (or that would be, in check mode), with the
-    new and the old value.
+  description: The QOS attributes, the accounts' fair shares and descriptions and the users' default accounts set (or that would be,
+    in check mode), with the new and the old value.
   returned: always
   type: list
   elements: str

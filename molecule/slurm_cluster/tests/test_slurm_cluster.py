@@ -435,42 +435,48 @@ def test_daemons_disabled_while_running_are_drift_and_enabled_again(host):
     assert set(host.check_output(f"srun -w {node} hostname").split()) == {node}
 
 
-def test_an_accounts_fair_share_and_a_qoss_attributes_follow_the_inventory(host):
+def test_accounts_qos_and_a_users_default_account_follow_the_inventory(host):
     """The default account given fairshare 5 and another description, the high QOS another
-    Priority and a MaxWall, in the inventory: before, the account and the QOS existed and
-    slurmdbd kept what they were created with, the run reporting nothing (for the fair share
-    until session 31, for the QOS and the description until session 38). Now a dry run names
-    each change with the value slurmdbd held and changes nothing; the run sets them (the
-    user's association under the account keeps its own share); a dry run with the fast path
-    off then finds nothing to change, since sacctmgr's own forms (01:30:00, a lower-case
-    description) compare equal to the inventory's; back to the defaults the same way (-1
-    lifts the MaxWall)."""
+    Priority and a MaxWall, and the user nobody moved to a new account first, in the
+    inventory: before, the account and the QOS existed and slurmdbd kept what they were
+    created with, and nobody's jobs still went to `default` without -A, the run reporting
+    nothing (for the fair share until session 31, for the rest until session 38). Now a dry
+    run names each change with the value slurmdbd held and changes nothing; the run sets them
+    (the user's association under `default` keeps its own share and stays); a dry run with
+    the fast path off then finds nothing to change, since sacctmgr's own forms (01:30:00, a
+    lower-case description) compare equal to the inventory's; back to the defaults the same
+    way (-1 lifts the MaxWall; the new account stays: nothing is removed)."""
     shares = "sacctmgr --noheader --parsable2 show assoc cluster=lab account=default format=user,fairshare"
     shown = ("sacctmgr --noheader --parsable2 show qos high format=priority,maxwall && "
-             "sacctmgr --noheader --parsable2 show account default format=description")
+             "sacctmgr --noheader --parsable2 show account default format=description && "
+             "sacctmgr --noheader --parsable2 show user nobody format=defaultaccount")
 
     def now() -> dict[str, str]:
         return dict(line.split("|", 1) for line in host.check_output(shares).splitlines())
 
-    def settings(share: int, priority: int, maxwall: int | str, description: str) -> list[str]:
+    def settings(share: int, priority: int, maxwall: int | str, description: str, accounts: list[str]) -> list[str]:
         return ["-e", json.dumps({
-            "slurm_accounting_accounts": [{"name": "default", "description": description, "fairshare": share}],
+            "slurm_accounting_accounts": [{"name": "default", "description": description, "fairshare": share}]
+            + [{"name": name} for name in accounts if name != "default"],
+            "slurm_accounting_users": [{"name": "nobody", "account": name} for name in accounts],
             "slurm_accounting_qos": [{"name": "normal"}, {"name": "high", "attributes": {"Priority": priority,
                                                                                         "MaxWall": maxwall}}]})]
 
-    changed = settings(5, 200, "1:30:00", "Research and development")
+    changed = settings(5, 200, "1:30:00", "Research and development", ["research", "default"])
+    defaults = ["100|", "default account", "default"]
     before = now()
     assert before[""] == "1", before
-    assert host.check_output(shown).splitlines() == ["100|", "default account"]
+    assert host.check_output(shown).splitlines() == defaults
     dry = playbook("slurm.yml", "--check", "--diff", *changed)
     assert dry.returncode == 0, dry.stdout[-4000:] + dry.stderr[-2000:]
     for label in ("fairshare of account default (5, was 1)",
                   "attributes of qos high (MaxWall=1:30:00 Priority=200; MaxWall was unset, Priority was 100)",
-                  "description of account default ('Research and development', was 'default account')"):
+                  "description of account default ('Research and development', was 'default account')",
+                  "account research", "default account of user nobody (research, was default)"):
         assert label in dry.stdout, dry.stdout[-4000:]
-    assert now() == before and host.check_output(shown).splitlines() == ["100|", "default account"]
-    for share, extra, expected in ((5, changed, ["200|01:30:00", "research and development"]),
-                                   (1, settings(1, 100, -1, "Default account"), ["100|", "default account"])):
+    assert now() == before and host.check_output(shown).splitlines() == defaults
+    for share, extra, expected in ((5, changed, ["200|01:30:00", "research and development", "research"]),
+                                   (1, settings(1, 100, -1, "Default account", ["default"]), defaults)):
         run = playbook("slurm.yml", *extra)
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
         assert now() == dict(before, **{"": str(share)}), now()

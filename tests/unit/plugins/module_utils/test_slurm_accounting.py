@@ -107,7 +107,7 @@ def test_check_mode_lists_but_adds_nothing_and_plans_everything_where_sacctmgr_i
 
 
 def test_listings_run_side_by_side_give_what_one_after_another_gives():
-    """RUN_ALL gets the four listings in one call (the module starts them at once); the plan
+    """RUN_ALL gets the five listings in one call (the module starts them at once); the plan
     and the adds are the same as with one listing after another."""
     listing = {"cluster": "lab\n", "qos": "normal\n", "assoc": ""}
     run, calls = recorded(listing)
@@ -117,12 +117,12 @@ def test_listings_run_side_by_side_give_what_one_after_another_gives():
         batches.append(argvs)
         return [run(argv) for argv in argvs]
     side_by_side = sa.ensure(run, PARAMS, check_mode=False, run_all=run_all)
-    assert len(batches) == 1 and [argv[4] for argv in batches[0]] == ["cluster", "qos", "assoc", "account"]
+    assert len(batches) == 1 and [argv[4] for argv in batches[0]] == ["cluster", "qos", "assoc", "account", "user"]
     run2, _ = recorded(listing)
     assert side_by_side == sa.ensure(run2, PARAMS, check_mode=False)
     assert side_by_side["added"] == ["qos high", "account default", "user nobody"]
     with pytest.raises(RuntimeError, match="show qos format=name failed .*Connection refused"):
-        sa.known_names(None, "sacctmgr", lambda argvs: [(0, "", "")] + [(1, "", "Connection refused")] * 3)
+        sa.known_names(None, "sacctmgr", lambda argvs: [(0, "", "")] + [(1, "", "Connection refused")] * 4)
 
 
 def test_a_failed_add_or_listing_says_which_and_why():
@@ -235,3 +235,31 @@ def test_preflight_names_each_bad_qos_attribute():
         "slurm_accounting_qos[0]: attribute Description is 'two\\nlines': give one value on one line (a list as one "
         "comma-separated string).",
     ]
+
+
+def test_a_user_moved_to_another_account_gets_it_as_default_account():
+    """nobody moved from `default` to `research` in the inventory: before, the run added the
+    research association and left the default account `default` (jobs without -A still went
+    there, to an account the inventory no longer lists; found on the lab). Now the first
+    account the inventory lists a user with is its default on this cluster; the old
+    association stays (nothing is removed)."""
+    params = dict(PARAMS, accounts=[{"name": "default"}, {"name": "research"}],
+                  users=[{"name": "nobody", "account": "research"}, {"name": "nobody", "account": "default"}])
+    listing = {"cluster": "lab\n", "qos": "normal|\nhigh|100\n", "assoc": "default||1\ndefault|nobody|1\nresearch||1\n",
+               "user": "nobody|default\nroot|root\n"}
+    run, calls = recorded(listing)
+    result = sa.ensure(run, params, check_mode=False)
+    assert result["added"] == ["user nobody"]
+    assert result["modified"] == ["default account of user nobody (research, was default)"]
+    assert [c for c in calls if c[1] == "-i"] == [
+        ["sacctmgr", "-i", "add", "user", "nobody", "account=research", "cluster=Lab"],
+        ["sacctmgr", "-i", "modify", "user", "where", "name=nobody", "cluster=Lab", "set", "defaultaccount=research"]]
+    assert ["sacctmgr", "--noheader", "--parsable2", "show", "user", "withassoc", "where", "cluster=lab",
+            "format=user,defaultaccount"] in calls
+    # Once it is the default (one row per association), nothing; a user new to the cluster
+    # gets its default with its first association.
+    run, calls = recorded(dict(listing, assoc=listing["assoc"] + "research|nobody|1\n",
+                               user="nobody|research\nnobody|research\n"))
+    assert sa.ensure(run, params, check_mode=False)["changed"] is False
+    run, calls = recorded(dict(listing, assoc="default||1\nresearch||1\n", user="root|root\n"))
+    assert sa.ensure(run, params, check_mode=False)["modified"] == []
