@@ -53,7 +53,7 @@ def show_argv(sacctmgr: str, kind: str, cluster: str = "", keys: Sequence[str] =
     """The read-only command that lists one KIND, one item per line (CLUSTER: whose
     associations; KEYS: the QOS attributes to print after each QOS's name)."""
     fields = {"cluster": ["cluster", "format=cluster"], "qos": ["qos", ",".join(["format=name"] + list(keys))],
-              "assoc": ["assoc", "cluster=%s" % cluster.lower(), "format=account,user,fairshare"],
+              "assoc": ["assoc", "cluster=%s" % cluster.lower(), "format=account,user,fairshare,qos,defaultqos"],
               "account": ["account", "format=account,description"],
               "user": ["user", "withassoc", "where", "cluster=%s" % cluster.lower(), "format=user,defaultaccount"]}[kind]
     return [sacctmgr, "--noheader", "--parsable2", "show"] + fields
@@ -124,12 +124,12 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
     QOS, accounts (their association on the cluster), users (their association with their
     account on the cluster); then a `sacctmgr -i modify` for each existing QOS whose given
     attributes are not what slurmdbd shows (those keys only, qos_value_same), each existing
-    account whose fair share on the cluster or description is not the one it is given, and
+    account whose fair share on the cluster, QOS (wanted_qos) or description is not the one it is given, and
     each existing user whose default account on the cluster is not the first account the
     inventory lists it with (first_accounts). KNOWN maps "cluster" and "qos" to the names
     slurmdbd lists, "qos_attributes" to each QOS's shown attributes ({lower-case key: text}),
     "assoc" to the cluster's (account, user) pairs, "" for an account's own, "fairshare" to
-    each account's share there, "description" to each account's description and
+    each account's share there, "assoc_qos" to each account's (QOS names, default QOS) there, "description" to each account's description and
     "default_account" to each user's default account on the cluster (as sacctmgr prints
     them); sacctmgr stores cluster, QOS and account names in lower case, so those compare in
     lower case, user names as given."""
@@ -146,7 +146,7 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
             out.append(("account %s" % item["name"], add + [
                 "account", item["name"], "cluster=%s" % cluster,
                 "description=%s" % (item.get("description") or item["name"]),
-                "fairshare=%s" % item.get("fairshare", 1)]))
+                "fairshare=%s" % item.get("fairshare", 1)] + qos_settings(item)))
     for item in users:
         if (item["account"].lower(), item["name"]) not in assoc:
             out.append(("user %s" % item["name"], add + [
@@ -169,6 +169,14 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
             out.append(("description of account %s (%r, was %r)" % (item["name"], item["description"], now), [
                 sacctmgr, "-i", "modify", "account", "where", "name=%s" % item["name"],
                 "set", "description=%s" % item["description"]]))
+    account_qos = known.get("assoc_qos", {})
+    for item in accounts:
+        now_qos = account_qos.get(item["name"].lower())
+        want = wanted_qos(item)
+        if item.get("qos") and now_qos is not None and (now_qos[0] != want[0] or (want[1] and now_qos[1] != want[1])):
+            out.append(("qos of account %s (%s, was %s)" % (item["name"], _qos_text(wanted_qos(item)), _qos_text(now_qos)), [
+                sacctmgr, "-i", "modify", "account", "where", "name=%s" % item["name"], "cluster=%s" % cluster,
+                "set"] + qos_settings(item)))
     defaults = known.get("default_account", {})
     for name, account in first_accounts(users).items():
         now = defaults.get(name)
@@ -184,6 +192,23 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
                 sacctmgr, "-i", "modify", "account", "where", "name=%s" % item["name"], "cluster=%s" % cluster,
                 "set", "fairshare=%s" % item["fairshare"]]))
     return out
+
+
+def wanted_qos(item: Mapping[str, Any]) -> Tuple[frozenset, str]:
+    """An account's QOS as the assoc listing compares them: (the names, the default), lower case;
+    no default_qos given leaves the default as slurmdbd holds it ("")."""
+    return (frozenset(str(name).lower() for name in item.get("qos") or ()), str(item.get("default_qos") or "").lower())
+
+
+def qos_settings(item: Mapping[str, Any]) -> List[str]:
+    """An account's QOS as sacctmgr sets them on its association (its users' inherit them)."""
+    if not item.get("qos"):
+        return []
+    return ["qos=%s" % ",".join(item["qos"])] + (["defaultqos=%s" % item["default_qos"]] if item.get("default_qos") else [])
+
+
+def _qos_text(qos: Tuple[frozenset, str]) -> str:
+    return "%s, default %s" % (",".join(sorted(qos[0])) or "none", qos[1] or "none")
 
 
 def first_accounts(users: Sequence[Mapping[str, Any]]) -> Dict[str, str]:
@@ -219,9 +244,12 @@ def known_names(run: Callable[[List[str]], Result], sacctmgr: str,
             raise RuntimeError("%s failed (rc %s): %s" % (" ".join(argv), rc, (err or out).strip()))
         rows = [line.split("|") for line in out.splitlines() if line.strip()]
         if kind == "assoc":
-            rows = [(row + ["", ""])[:3] for row in rows]
-            known[kind] = {(account.lower(), user) for account, user, _share in rows}
-            known["fairshare"] = {account.lower(): share for account, user, share in rows if not user and share}
+            rows = [(row + ["", "", "", ""])[:5] for row in rows]
+            known[kind] = {(account.lower(), user) for account, user, _share, _qos, _default in rows}
+            known["fairshare"] = {account.lower(): share for account, user, share, _qos, _default in rows
+                                  if not user and share}
+            known["assoc_qos"] = {account.lower(): (frozenset(q.lower() for q in qos.split(",") if q), default.lower())
+                                  for account, user, _share, qos, default in rows if not user}
         else:
             known[kind] = {row[0].strip().lower() for row in rows}
         if kind == "qos":
@@ -275,12 +303,30 @@ def _attribute_errors(where: str, attributes: Mapping[Any, Any]) -> List[str]:
     return out
 
 
+def _account_qos_errors(where: str, item: Mapping[str, Any], qos: Any) -> List[str]:
+    """An account's `qos` (names slurm_accounting_qos gives) and `default_qos` (one of them)."""
+    known = [q.get("name") for q in qos if isinstance(q, Mapping)] if isinstance(qos, list) else []
+    names = item.get("qos")
+    default = item.get("default_qos")
+    if names is None:
+        return ["%s: 'default_qos' is %r but 'qos' is not given: give the account's QOS list with it, e.g. qos: [normal, "
+                "high]." % (where, default)] if default is not None else []
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        return ["%s: 'qos' is %r: give a list of QOS names from slurm_accounting_qos, e.g. [normal, high]." % (where, names)]
+    out = ["%s: 'qos' names %r, which slurm_accounting_qos does not give (%s): add it there, or take it out."
+           % (where, name, ", ".join(map(str, known)) or "none") for name in names
+           if name.lower() not in {str(k).lower() for k in known}]
+    if default is not None and str(default).lower() not in {n.lower() for n in names}:
+        out.append("%s: 'default_qos' is %r, which is not in its 'qos' %r: give one of them." % (where, default, names))
+    return out
+
+
 def errors(qos: Any, accounts: Any, users: Any) -> List[str]:
     """What is wrong with slurm_accounting_qos, _accounts and _users, one message each
     (empty when nothing): the preflight's check, before any host changes."""
     out: List[str] = []
     shapes = (("slurm_accounting_qos", qos, "{name, attributes}", ()),
-              ("slurm_accounting_accounts", accounts, "{name, description, fairshare}", ()),
+              ("slurm_accounting_accounts", accounts, "{name, description, fairshare, qos, default_qos}", ()),
               ("slurm_accounting_users", users, "{name, account}", ("account",)))
     for var, items, shape, required in shapes:
         if not isinstance(items, list):
@@ -300,6 +346,8 @@ def errors(qos: Any, accounts: Any, users: Any) -> List[str]:
                            % (where, item.get("attributes")))
             elif var == "slurm_accounting_qos":
                 out.extend(_attribute_errors(where, item.get("attributes") or {}))
+            if var == "slurm_accounting_accounts":
+                out.extend(_account_qos_errors(where, item, qos))
             if var == "slurm_accounting_accounts" and "fairshare" in item:
                 share = item["fairshare"]
                 if isinstance(share, bool) or not isinstance(share, int) or share < 0:

@@ -24,6 +24,9 @@ description:
     C(GraceTime); C(MaxWall) and C(GrpWall) in whole minutes), TRES lists by name and value (memory in MB), C(Flags)
     and C(Preempt) as sets, numbers as numbers, text without case; C(-1), C(UNLIMITED) and C(INFINITE) are no limit.
     A key left out keeps what slurmdbd holds; C(RawUsage) applies at creation only.
+  - An account given C(qos) (QOS names) gets them, with C(default_qos) where given, on its association on O(cluster)
+    (C(sacctmgr -i modify account ... set qos= defaultqos=)) where slurmdbd holds others; one given none keeps what
+    slurmdbd holds.
   - A user's default account on O(cluster) is the first account O(users) lists the user with; a user whose default there
     is another gets it (C(sacctmgr -i modify user ... set defaultaccount)), so a user moved to another account submits
     to it without C(-A). The user's other associations stay. Nothing is removed.
@@ -41,7 +44,8 @@ options:
     elements: dict
     default: []
   accounts:
-    description: Accounts on the cluster, as C({name, description, fairshare}).
+    description: Accounts on the cluster, as C({name, description, fairshare, qos, default_qos}); C(qos) (a list) and
+      C(default_qos) are set on the account's association on the cluster (its users' inherit them).
     type: list
     elements: dict
     default: []

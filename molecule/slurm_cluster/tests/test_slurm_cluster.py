@@ -449,21 +449,24 @@ def test_accounts_qos_and_a_users_default_account_follow_the_inventory(host):
     shares = "sacctmgr --noheader --parsable2 show assoc cluster=lab account=default format=user,fairshare"
     shown = ("sacctmgr --noheader --parsable2 show qos high format=priority,maxwall && "
              "sacctmgr --noheader --parsable2 show account default format=description && "
-             "sacctmgr --noheader --parsable2 show user nobody format=defaultaccount")
+             "sacctmgr --noheader --parsable2 show user nobody format=defaultaccount && "
+             "sacctmgr --noheader --parsable2 show assoc cluster=lab account=default user= format=qos,defaultqos")
+    high_job = "su -s /bin/sh nobody -c 'cd /tmp && srun --qos=high -N1 true'"
 
     def now() -> dict[str, str]:
         return dict(line.split("|", 1) for line in host.check_output(shares).splitlines())
 
     def settings(share: int, priority: int, maxwall: int | str, description: str, accounts: list[str]) -> list[str]:
+        qos = {"qos": ["normal", "high"] if len(accounts) > 1 else ["normal"], "default_qos": "normal"}
         return ["-e", json.dumps({
-            "slurm_accounting_accounts": [{"name": "default", "description": description, "fairshare": share}]
-            + [{"name": name} for name in accounts if name != "default"],
+            "slurm_accounting_accounts": [{"name": "default", "description": description, "fairshare": share, **qos}]
+            + [{"name": name, **qos} for name in accounts if name != "default"],
             "slurm_accounting_users": [{"name": "nobody", "account": name} for name in accounts],
             "slurm_accounting_qos": [{"name": "normal"}, {"name": "high", "attributes": {"Priority": priority,
                                                                                         "MaxWall": maxwall}}]})]
 
     changed = settings(5, 200, "1:30:00", "Research and development", ["research", "default"])
-    defaults = ["100|", "default account", "default"]
+    defaults = ["100|", "default account", "default", "normal|"]
     before = now()
     assert before[""] == "1", before
     assert host.check_output(shown).splitlines() == defaults
@@ -472,16 +475,20 @@ def test_accounts_qos_and_a_users_default_account_follow_the_inventory(host):
     for label in ("fairshare of account default (5, was 1)",
                   "attributes of qos high (MaxWall=1:30:00 Priority=200; MaxWall was unset, Priority was 100)",
                   "description of account default ('Research and development', was 'default account')",
-                  "account research", "default account of user nobody (research, was default)"):
+                  "account research", "default account of user nobody (research, was default)",
+                  "qos of account default (high,normal, default normal, was normal, default none)"):
         assert label in dry.stdout, dry.stdout[-4000:]
     assert now() == before and host.check_output(shown).splitlines() == defaults
-    for share, extra, expected in ((5, changed, ["200|01:30:00", "research and development", "research"]),
-                                   (1, settings(1, 100, -1, "Default account", ["default"]), defaults)):
+    assert "Invalid qos specification" in host.run(high_job).stderr
+    for share, extra, expected in ((5, changed, ["200|01:30:00", "research and development", "research", "high,normal|normal"]),
+                                   (1, settings(1, 100, -1, "Default account", ["default"]),
+                                    defaults[:-1] + ["normal|normal"])):
         run = playbook("slurm.yml", *extra)
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
         assert now() == dict(before, **{"": str(share)}), now()
         assert host.check_output(shown).splitlines() == expected
         if share == 5:
+            host.run_expect([0], high_job)
             again = playbook("slurm.yml", "--check", *extra, "-e", json.dumps({"clusterdos_fast_path": False}))
             assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
             assert set(re.findall(r" changed=(\d+) ", again.stdout)) == {"0"}, again.stdout[-4000:]

@@ -51,7 +51,7 @@ def test_what_exists_is_not_added_again_names_compare_as_slurmdbd_stores_them():
     assert result == {"changed": False, "added": [], "modified": [], "diff": {}}
     assert all(c[1] != "-i" for c in calls)
     # The associations are asked for this cluster's (its name as slurmdbd stores it).
-    assert ["sacctmgr", "--noheader", "--parsable2", "show", "assoc", "cluster=lab", "format=account,user,fairshare"] in calls
+    assert ["sacctmgr", "--noheader", "--parsable2", "show", "assoc", "cluster=lab", "format=account,user,fairshare,qos,defaultqos"] in calls
 
 
 def test_an_account_or_user_another_cluster_has_still_gets_its_association_on_this_one():
@@ -141,7 +141,8 @@ def test_preflight_names_each_bad_item():
     assert found == [
         "slurm_accounting_qos[0]: 'name' is 'hi gh': give a name without spaces ({name, attributes}).",
         "slurm_accounting_qos[1]: 'attributes' is ['Priority=1']: give a mapping of QOS settings, e.g. {Priority: 100}.",
-        "slurm_accounting_accounts[0]: 'name' is None: give a name without spaces ({name, description, fairshare}).",
+        "slurm_accounting_accounts[0]: 'name' is None: give a name without spaces ({name, description, fairshare, qos, "
+        "default_qos}).",
         "slurm_accounting_accounts[1]: 'fairshare' is -1: give a whole number of shares (0 or more).",
         "slurm_accounting_users[0]: 'account' is None: give a name without spaces ({name, account}).",
         "slurm_accounting_users[1] is 'bob': give {name, account}.",
@@ -263,3 +264,41 @@ def test_a_user_moved_to_another_account_gets_it_as_default_account():
     assert sa.ensure(run, params, check_mode=False)["changed"] is False
     run, calls = recorded(dict(listing, assoc="default||1\nresearch||1\n", user="root|root\n"))
     assert sa.ensure(run, params, check_mode=False)["modified"] == []
+
+
+def test_an_accounts_qos_are_set_on_its_association_and_checked_in_the_preflight():
+    """The role creates a `high` QOS, but no association may use it (the root association and
+    the accounts under it have `normal` only; on the lab `srun --qos=high` was refused,
+    "Invalid qos specification", for root and users alike). An account's `qos` and
+    `default_qos` are now set on its association when it is added, and where the listing
+    shows others (its users' associations inherit them)."""
+    params = dict(PARAMS, accounts=[{"name": "default", "qos": ["normal", "High"], "default_qos": "normal"}], users=[])
+    run, calls = recorded({"cluster": "lab\n", "qos": "normal|\nhigh|100\n"})
+    sa.ensure(run, params, check_mode=False)
+    assert ["sacctmgr", "-i", "add", "account", "default", "cluster=Lab", "description=default", "fairshare=1",
+            "qos=normal,High", "defaultqos=normal"] in calls
+    listing = {"cluster": "lab\n", "qos": "normal|\nhigh|100\n", "assoc": "root||1|normal|\ndefault||1|normal|\n"}
+    run, calls = recorded(listing)
+    result = sa.ensure(run, params, check_mode=False)
+    assert result["modified"] == ["qos of account default (high,normal, default normal, was normal, default none)"]
+    assert [c for c in calls if c[1] == "-i"] == [["sacctmgr", "-i", "modify", "account", "where", "name=default",
+                                                    "cluster=Lab", "set", "qos=normal,High", "defaultqos=normal"]]
+    run, calls = recorded(dict(listing, assoc="default||1|high,normal|normal\ndefault|nobody|1|high,normal|normal\n"))
+    assert sa.ensure(run, params, check_mode=False)["changed"] is False
+    # An account given no qos keeps what slurmdbd holds; one given no default_qos its default.
+    run, calls = recorded(dict(listing, assoc="default||1|high,normal|normal\n"))
+    assert sa.ensure(run, dict(params, accounts=[{"name": "default"}]), check_mode=False)["changed"] is False
+    run, calls = recorded(dict(listing, assoc="default||1|high,normal|high\n"))
+    assert sa.ensure(run, dict(params, accounts=[{"name": "default", "qos": ["high", "normal"]}]),
+                     check_mode=False)["changed"] is False
+    assert sa.errors(PARAMS["qos"], [{"name": "a", "qos": ["normal", "gold"], "default_qos": "high"},
+                                     {"name": "b", "default_qos": "normal"}, {"name": "c", "qos": "normal"}], []) == [
+        "slurm_accounting_accounts[0]: 'qos' names 'gold', which slurm_accounting_qos does not give (normal, high): add it "
+        "there, or take it out.",
+        "slurm_accounting_accounts[0]: 'default_qos' is 'high', which is not in its 'qos' ['normal', 'gold']: give one of "
+        "them.",
+        "slurm_accounting_accounts[1]: 'default_qos' is 'normal' but 'qos' is not given: give the account's QOS list with "
+        "it, e.g. qos: [normal, high].",
+        "slurm_accounting_accounts[2]: 'qos' is 'normal': give a list of QOS names from slurm_accounting_qos, e.g. "
+        "[normal, high].",
+    ]
