@@ -2,10 +2,10 @@
 # Apache License 2.0 (see LICENSE)
 """What slurmdbd must hold for the cluster (its name, QOS, accounts, users) against what it
 holds, and the sacctmgr commands that add what is missing: the slurm_accounting module's
-logic. An existing QOS whose attributes, or an existing account whose fair share or
-description, the inventory gives otherwise than slurmdbd holds gets them set (sacctmgr
-modify, only the keys that differ); a key the inventory leaves out keeps what slurmdbd
-holds, and nothing is removed."""
+logic. An existing QOS whose attributes, an existing account whose fair share, QOS or
+description, or an existing user whose default account the inventory gives otherwise than
+slurmdbd holds gets them set (sacctmgr modify, only what differs); what the inventory
+leaves out keeps what slurmdbd holds, and nothing is removed."""
 
 from __future__ import annotations
 
@@ -124,12 +124,13 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
     QOS, accounts (their association on the cluster), users (their association with their
     account on the cluster); then a `sacctmgr -i modify` for each existing QOS whose given
     attributes are not what slurmdbd shows (those keys only, qos_value_same), each existing
-    account whose fair share on the cluster, QOS (wanted_qos) or description is not the one it is given, and
-    each existing user whose default account on the cluster is not the first account the
-    inventory lists it with (first_accounts). KNOWN maps "cluster" and "qos" to the names
-    slurmdbd lists, "qos_attributes" to each QOS's shown attributes ({lower-case key: text}),
-    "assoc" to the cluster's (account, user) pairs, "" for an account's own, "fairshare" to
-    each account's share there, "assoc_qos" to each account's (QOS names, default QOS) there, "description" to each account's description and
+    account whose description, QOS on the cluster (wanted_qos) or fair share there is not the
+    one it is given, and each existing user whose default account on the cluster is not the
+    first account the inventory lists it with (first_accounts). KNOWN maps "cluster" and
+    "qos" to the names slurmdbd lists, "qos_attributes" to each QOS's shown attributes
+    ({lower-case key: text}), "assoc" to the cluster's (account, user) pairs, "" for an
+    account's own, "fairshare" to each account's share there, "assoc_qos" to each account's
+    (QOS names, default QOS) there, "description" to each account's description and
     "default_account" to each user's default account on the cluster (as sacctmgr prints
     them); sacctmgr stores cluster, QOS and account names in lower case, so those compare in
     lower case, user names as given."""
@@ -228,7 +229,7 @@ def known_names(run: Callable[[List[str]], Result], sacctmgr: str,
     """What slurmdbd holds, kind by kind (KINDS; CLUSTER's associations; KEYS: the QOS
     attributes to read); RUN(argv) -> (rc, stdout, stderr), one listing after another, or
     RUN_ALL([argv, ...]) -> [(rc, stdout, stderr), ...] for all of them at once (the module
-    runs them side by side: four sacctmgr round trips to slurmdbd in the time of one). Raises
+    runs them side by side: five sacctmgr round trips to slurmdbd in the time of one). Raises
     RuntimeError with sacctmgr's own message when slurmdbd cannot be asked, and names the
     QOS attribute sacctmgr does not know."""
     argvs = [show_argv(sacctmgr, kind, cluster, keys) for kind in KINDS]
