@@ -157,7 +157,9 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
         shown = shown_qos.get(item["name"].lower())
         if shown is None:
             continue
-        differ = {key: value for key, value in (item.get("attributes") or {}).items()
+        # A key given no value (null or empty) is not given, as conf_lines leaves it out of the add.
+        given = {key: value for key, value in (item.get("attributes") or {}).items() if conf_lines({key: value})}
+        differ = {key: value for key, value in given.items()
                   if str(key).lower() not in QOS_SET_ONLY and not qos_value_same(key, value, shown.get(str(key).lower(), ""))}
         if differ:
             was = ", ".join("%s was %s" % (key, shown.get(str(key).lower()) or "unset") for key in sorted(differ))

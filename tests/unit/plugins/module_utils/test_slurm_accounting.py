@@ -204,6 +204,11 @@ def test_an_existing_qos_gets_the_attributes_that_differ_and_an_account_its_desc
     run, calls = recorded(dict(listing, qos="normal|||\nhigh|200|01:30:00|2.000000\n",
                                account="default|research and development\n"))
     assert sa.ensure(run, params, check_mode=False) == {"changed": False, "added": [], "modified": [], "diff": {}}
+    # A key given no value is not given (left out of an add as well): nothing to set.
+    run, calls = recorded(dict(listing, qos="normal|||\nhigh|200|01:30:00|2.000000\n",
+                               account="default|research and development\n"))
+    nulls = dict(params, qos=[{"name": "High", "attributes": {"Priority": 200, "MaxWall": None, "UsageFactor": ""}}])
+    assert sa.ensure(run, nulls, check_mode=False)["changed"] is False
     # A new QOS is added with all its attributes, not modified as well; RawUsage is never read.
     params = dict(params, qos=[{"name": "low", "attributes": {"Priority": 1, "RawUsage": 0}}])
     run, calls = recorded(listing)
