@@ -76,6 +76,11 @@ def _seconds(text: str, bare: int) -> Optional[float]:
     return int(first) * bare
 
 
+def _names(text: str) -> frozenset:
+    """A comma-separated list (flags, QOS names) as a set, without case or blanks."""
+    return frozenset(p.strip() for p in text.lower().split(",") if p.strip())
+
+
 def _tres(text: str) -> Dict[str, str]:
     """A TRES list (cpu=4,mem=4G,gres/gpu=2) as {name: value}, memory in MB, -1 entries left out."""
     out: Dict[str, str] = {}
@@ -109,8 +114,7 @@ def qos_value_same(key: str, given: Any, shown: str) -> bool:
     if "tres" in key:
         return _tres(given_text) == _tres(shown)
     if key in QOS_LISTS:
-        return ({p.strip() for p in given_text.lower().split(",") if p.strip()}
-                == {p.strip() for p in shown.lower().split(",") if p.strip()})
+        return _names(given_text) == _names(shown)
     try:
         return float(given_text) == float(shown)
     except ValueError:
@@ -177,7 +181,7 @@ def plan(known: Mapping[str, Any], cluster: str, qos: Sequence[Mapping[str, Any]
         now_qos = account_qos.get(item["name"].lower())
         want = wanted_qos(item)
         if item.get("qos") and now_qos is not None and (now_qos[0] != want[0] or (want[1] and now_qos[1] != want[1])):
-            out.append(("qos of account %s (%s, was %s)" % (item["name"], _qos_text(wanted_qos(item)), _qos_text(now_qos)), [
+            out.append(("qos of account %s (%s, was %s)" % (item["name"], _qos_text(want), _qos_text(now_qos)), [
                 sacctmgr, "-i", "modify", "account", "where", "name=%s" % item["name"], "cluster=%s" % cluster,
                 "set"] + qos_settings(item)))
     defaults = known.get("default_account", {})
@@ -251,9 +255,9 @@ def known_names(run: Callable[[List[str]], Result], sacctmgr: str,
             known[kind] = {(account.lower(), user) for account, user, _share, _qos, _default in rows}
             known["fairshare"] = {account.lower(): share for account, user, share, _qos, _default in rows
                                   if not user and share}
-            known["assoc_qos"] = {account.lower(): (frozenset(q.lower() for q in qos.split(",") if q), default.lower())
+            known["assoc_qos"] = {account.lower(): (_names(qos), default.lower())
                                   for account, user, _share, qos, default in rows if not user}
-        else:
+        elif kind in ("cluster", "qos"):
             known[kind] = {row[0].strip().lower() for row in rows}
         if kind == "qos":
             known["qos_attributes"] = {row[0].strip().lower(): dict(zip((k.lower() for k in keys), row[1:] + [""] * len(keys)))
