@@ -6,6 +6,7 @@ host_outcomes serves the tests that run many cases as one run, one host per case
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +25,14 @@ def run_json(inventory: Path, playbook: Path, *args: str, timeout: int = 600) ->
            "PATH": f"{ANSIBLE_PLAYBOOK.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(inventory), *args, str(playbook)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def local_inventory(path: Path, hosts: Iterable[str]) -> Path:
+    """Write an inventory of HOSTS, each this machine (connection local, this Python), to PATH."""
+    path.write_text(json.dumps({"all": {"hosts": {h: {} for h in hosts},
+                                        "vars": {"ansible_connection": "local",
+                                                 "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}))
+    return path
 
 
 def host_outcomes(data: dict[str, Any], hosts: Iterable[str], context: str = "") -> dict[str, dict[str, Any]]:

@@ -13,7 +13,7 @@ import textwrap
 import time
 
 from ansible_collections.clusterdos.cluster.plugins.strategy import linear
-from playbook_outcome import host_outcomes, run_json
+from playbook_outcome import host_outcomes, local_inventory, run_json
 
 
 class StandInWorker:
@@ -79,10 +79,7 @@ def test_wait_on_real_processes_takes_few_pauses():
 def test_strategy_runs_a_play_in_linear_order_with_fewer_forks_than_hosts(tmp_path):
     hosts = [f"h{i}" for i in range(7)]
     log = tmp_path / "log"
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(json.dumps({"all": {"hosts": {h: {} for h in hosts},
-                                             "vars": {"ansible_connection": "local",
-                                                      "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}))
+    inventory = local_inventory(tmp_path / "inventory.yml", hosts)
     playbook = tmp_path / "play.yml"
     playbook.write_text(textwrap.dedent(f"""\
         - name: Linear order, throttle and run_once under clusterdos.cluster.linear

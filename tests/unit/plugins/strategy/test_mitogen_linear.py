@@ -14,7 +14,7 @@ import os
 import textwrap
 from pathlib import Path
 
-from playbook_outcome import ROOT, host_outcomes, run_json
+from playbook_outcome import ROOT, host_outcomes, local_inventory, run_json
 
 STRATEGY = ROOT / "molecule" / "_shared" / "strategy"
 
@@ -42,10 +42,7 @@ def test_collection_paths_walked_once_per_run_and_collection_modules_still_run(t
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(COUNTER)
     walks = tmp_path / "walks"
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(json.dumps({"all": {"hosts": {h: {} for h in hosts},
-                                             "vars": {"ansible_connection": "local",
-                                                      "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}))
+    inventory = local_inventory(tmp_path / "inventory.yml", hosts)
     playbook = tmp_path / "play.yml"
     # Two tasks of collection modules (community.general's, this collection's), each on both
     # hosts: four workers that each load a module from a collection.
