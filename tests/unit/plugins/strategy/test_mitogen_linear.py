@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from pathlib import Path
 
 from playbook_outcome import ROOT, host_outcomes, local_inventory, run_json
 
@@ -73,8 +72,8 @@ def test_collection_paths_walked_once_per_run_and_collection_modules_still_run(t
     outcome = host_outcomes(json.loads(result.stdout), hosts, "mitogen_linear play")
     assert {h: case["failed"] for h, case in outcome.items()} == {h: False for h in hosts}
     for host in hosts:
-        assert Path(tmp_path / f"{host}.ini").read_text().strip().splitlines() == ["[s]", "o = v"]
-        assert Path(tmp_path / f"{host}.txt").read_text() == "written through Mitogen\n"
+        assert (tmp_path / f"{host}.ini").read_text().strip().splitlines() == ["[s]", "o = v"]
+        assert (tmp_path / f"{host}.txt").read_text() == "written through Mitogen\n"
     # One walk, by the ansible-playbook process itself (the workers' parent); Mitogen's own
     # planner made one in each worker that ran a collection module (4 here).
     pids = walks.read_text().split()
@@ -92,7 +91,8 @@ def test_the_planner_reads_the_list_made_once():
     module._COLLECTION_DIRS[:] = ["/a/ansible_collections", "/b/ansible_collections"]  # pylint: disable=protected-access
 
     class Invocation:  # what the planner hands _load_collections: a set of extra import paths
-        _extra_sys_paths: set = set()
+        def __init__(self):
+            self._extra_sys_paths: set = set()
 
     invocation = Invocation()
     module._load_collections(invocation)  # pylint: disable=protected-access
