@@ -145,6 +145,10 @@ def measure(side: str, args, peer_vars: str, round_no: int) -> dict:
         with SlurmLab(args.name, executor=args.executor, log_dir=log_dir) as lab:
             # Task coverage records nothing here: the peer's tasks are not ours (both sides alike).
             lab.env["CLUSTERDOS_COVERAGE_DIR"] = ""
+            # Ansible's default, on both sides: the peer reads top-level facts
+            # (ansible_os_family), which this checkout's ansible.cfg turns off (our roles read
+            # ansible_facts only and work either way).
+            lab.env["ANSIBLE_INJECT_FACT_VARS"] = "true"
             out["first"] = converge(side, lab, peer_vars)
             out["loads"].append(load())
             out["broken"] = working(lab)

@@ -1324,7 +1324,8 @@ def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_conver
     Then a base-managed file edited by hand on one compute node: base
     converges (naming the file) and puts it back; Slurm's "skip" from the preflight does not
     stand while base converges first, so the Slurm stage compares again in its own play,
-    after base, and is skipped there (playbooks/tasks/stage_compare.yml, `after: [base]`)."""
+    after base, and is skipped there (playbooks/tasks/stage_compare.yml, `after: [base]`).
+    Base's input checks run once per host, in the host preflight, not again in its play."""
     report = ["-e", json.dumps({"validate_report_dir": str(tmp_path / "report")})]
     compare = COMPARE
     # The lab was converged by converge.yml (base.yml + slurm.yml): site.yml's first run may
@@ -1376,6 +1377,12 @@ def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_conver
     others = [(t, h) for t, h in changed if h not in (node, "localhost")]
     assert not others, (others, hosts_before, lab_host(CONTROLLER).file("/etc/hosts").content_string)
     assert compute.check_output(f"sha256sum {sysctl_file}") == before
+    # Base's input checks ran once per host: in the host preflight, not again in base's play.
+    checks = [s for s in repair.stdout.split("\nTASK [")
+              if s.startswith("clusterdos.cluster.base : Check the OS prerequisites' inputs]")]
+    assert len(checks) == 2, repair.stdout[-6000:]
+    assert all(f"ok: [{n}]" in checks[0] for n in GROUPS), checks[0]
+    assert "ok: [" not in checks[1] and all(f"skipping: [{n}]" in checks[1] for n in GROUPS), checks[1]
 
 
 def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
