@@ -93,9 +93,14 @@ def refused(name: str | Path, *extra: str, inventory: str | None = None) -> tupl
     return run, " ".join(run.stdout.split())
 
 
+def task_outputs(out: str, task: str) -> list[str]:
+    """What a task printed each time it ran in an ansible-playbook run (from its TASK header to the next)."""
+    return [t for t in out.split("\nTASK [") if t.startswith(task + "]")]
+
+
 def task_output(out: str, task: str) -> str:
-    """What one task printed in an ansible-playbook run (from its TASK header to the next)."""
-    sections = [t for t in out.split("\nTASK [") if t.startswith(task + "]")]
+    """What one task printed in an ansible-playbook run, where it ran once."""
+    sections = task_outputs(out, task)
     assert len(sections) == 1, f"task {task!r} ran {len(sections)} times:\n{out[-4000:]}"
     return sections[0]
 
@@ -1378,8 +1383,7 @@ def test_site_yml_compares_base_and_slurm_once_and_slurm_again_after_base_conver
     assert not others, (others, hosts_before, lab_host(CONTROLLER).file("/etc/hosts").content_string)
     assert compute.check_output(f"sha256sum {sysctl_file}") == before
     # Base's input checks ran once per host: in the host preflight, not again in base's play.
-    checks = [s for s in repair.stdout.split("\nTASK [")
-              if s.startswith("clusterdos.cluster.base : Check the OS prerequisites' inputs]")]
+    checks = task_outputs(repair.stdout, "clusterdos.cluster.base : Check the OS prerequisites' inputs")
     assert len(checks) == 2, repair.stdout[-6000:]
     assert all(f"ok: [{n}]" in checks[0] for n in GROUPS), checks[0]
     assert "ok: [" not in checks[1] and all(f"skipping: [{n}]" in checks[1] for n in GROUPS), checks[1]
@@ -1408,7 +1412,7 @@ def test_a_stopped_compute_host_leaves_the_rest_of_the_partition_up(host):
         assert all(stats[n]["failed"] == 0 and stats[n]["unreachable"] == 0 for n in GROUPS if n != down), stats
         assert f"{down} did not answer" in run.stdout and f"Left out of the rest of this run: {down}" in run.stdout
         # Every play ran to its end for the others: slurmd and the login hosts' check.
-        started = [t for t in run.stdout.split("\nTASK [") if t.startswith("clusterdos.cluster.slurm : Enable and start slurmd]")]
+        started = task_outputs(run.stdout, "clusterdos.cluster.slurm : Enable and start slurmd")
         assert len(started) == 1 and f"changed: [{survivor}]" in started[0], run.stdout[-4000:]
         assert lab_host(survivor).service("slurmd").is_running
         states = wait_for(lambda: (s := node_states(host)).get(survivor) == "idle" and s, f"{survivor} idle")
