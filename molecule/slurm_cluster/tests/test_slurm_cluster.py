@@ -1602,5 +1602,18 @@ def test_add_compute_node_while_a_job_runs(host):
         assert {n: again[n] for n in now} == now, again
         wait_for(lambda: node_states(host).get(SECOND_NEW_NODE) == "idle", f"{SECOND_NEW_NODE} idle")
         assert {n: slurmd_started(n) for n in started} == started
+
+        # slurm_add_node.yml again, with no node to add: it passes and changes nothing, and no
+        # host is checked or asked for anything past the primary's question to slurmctld (the
+        # running hosts' OS values come from facts this mode does not gather: the checks
+        # failed on them before).
+        noop = playbook("slurm_add_node.yml")
+        assert noop.returncode == 0, noop.stdout[-4000:] + noop.stderr[-2000:]
+        stats = recap(noop.stdout)
+        assert sum(s["changed"] for s in stats.values()) == 0, stats
+        assert not task_outputs(noop.stdout, "clusterdos.cluster.slurm : Read the Slurm daemons, state and accounting database here, "
+                                "and check the files this run would write"), noop.stdout[-4000:]
+        assert {n for n, s in stats.items() if s["ok"]} == {"localhost", CONTROLLER}, stats
+        assert {n: slurmd_started(n) for n in started} == started
     finally:
         host.run(f"scancel {job}")
