@@ -1535,7 +1535,9 @@ def test_add_compute_node_while_a_job_runs(host):
     OS facts, and its record is saved again with the family. (A record with the family
     spares that too.) A second node added after it finds every running compute
     node's record complete: those nodes' facts come from it, they run nothing before their
-    files are written, and their records and slurmd come out as they were."""
+    files are written, and their records and slurmd come out as they were. Then an add with
+    nothing to add changes nothing, and one with slurmctld stopped is refused before any
+    change."""
     job = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --nodes=1 --job-name=long --wrap 'sleep 900'")
     wait_for(lambda: host.check_output(f"squeue --noheader --jobs {job} --format %T") == "RUNNING", f"job {job} to run")
     pids = {n: lab_host(n).check_output("systemctl show --property MainPID --value slurmd") for n in COMPUTE}
@@ -1615,5 +1617,17 @@ def test_add_compute_node_while_a_job_runs(host):
                                 "and check the files this run would write"), noop.stdout[-4000:]
         assert {n for n, s in stats.items() if s["ok"]} == {"localhost", CONTROLLER}, stats
         assert {n: slurmd_started(n) for n in started} == started
+
+        # With slurmctld stopped the add stops at its first question, naming the host and
+        # the fix, with nothing changed (before, every compute node counted as new and
+        # converged again, then waited in vain for slurmctld to see it up).
+        ctl.run_expect([0], "systemctl stop slurmctld")
+        try:
+            _, said = refused("slurm_add_node.yml")
+            assert f"slurmctld did not answer `sinfo` on {CONTROLLER}" in said and "systemctl start slurmctld" in said, said[-3000:]
+        finally:
+            ctl.run_expect([0], "systemctl start slurmctld")
+        wait_for(lambda: node_states(host).get(SECOND_NEW_NODE) == "idle", f"{SECOND_NEW_NODE} idle again")
+        assert host.check_output(f"squeue --noheader --jobs {job} --format '%T %N'") == f"RUNNING {COMPUTE[0]}"
     finally:
         host.run(f"scancel {job}")
