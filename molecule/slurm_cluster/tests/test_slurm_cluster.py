@@ -34,6 +34,7 @@ CONTROLLER = next(n for n, g in GROUPS.items() if "slurm_controller" in g)
 LOGIN = next(n for n, g in GROUPS.items() if "slurm_login" in g)
 NEW_NODE = "slurm-c3"
 SECOND_NEW_NODE = "slurm-c4"
+THIRD_NEW_NODE = "slurm-c5"
 # Where the controller keeps the hardware each compute node reported (the slurm role's facts step).
 SAVED_HARDWARE = "/var/lib/clusterdos/slurm/nodes_hardware.yml"
 
@@ -1536,8 +1537,8 @@ def test_add_compute_node_while_a_job_runs(host):
     spares that too.) A second node added after it finds every running compute
     node's record complete: those nodes' facts come from it, they run nothing before their
     files are written, and their records and slurmd come out as they were. Then an add with
-    nothing to add changes nothing, and one with slurmctld stopped is refused before any
-    change."""
+    nothing to add changes nothing, one with slurmctld stopped is refused before any
+    change, and add_node.yml adds a third node in one run (and changes nothing run again)."""
     job = host.check_output(f"sbatch --parsable --nodelist={COMPUTE[0]} --nodes=1 --job-name=long --wrap 'sleep 900'")
     wait_for(lambda: host.check_output(f"squeue --noheader --jobs {job} --format %T") == "RUNNING", f"job {job} to run")
     pids = {n: lab_host(n).check_output("systemctl show --property MainPID --value slurmd") for n in COMPUTE}
@@ -1629,5 +1630,18 @@ def test_add_compute_node_while_a_job_runs(host):
             ctl.run_expect([0], "systemctl start slurmctld")
         wait_for(lambda: node_states(host).get(SECOND_NEW_NODE) == "idle", f"{SECOND_NEW_NODE} idle again")
         assert host.check_output(f"squeue --noheader --jobs {job} --format '%T %N'") == f"RUNNING {COMPUTE[0]}"
+
+        # The one-command path for a third node: add_node.yml runs base, every stage the
+        # node's groups call for and the Slurm add in one run; again, it changes nothing.
+        hosts.append(f"--host={THIRD_NEW_NODE}=slurm_compute")
+        subprocess.run([LAB_CLI, "up", "--name", LAB, *hosts], check=True, capture_output=True, text=True)
+        run = playbook("add_node.yml", "-e", f"node={THIRD_NEW_NODE}")
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        wait_for(lambda: node_states(host).get(THIRD_NEW_NODE) == "idle", f"{THIRD_NEW_NODE} idle")
+        assert host.check_output(f"srun --nodelist={THIRD_NEW_NODE} hostname") == THIRD_NEW_NODE
+        assert host.check_output(f"squeue --noheader --jobs {job} --format '%T %N'") == f"RUNNING {COMPUTE[0]}"
+        again = playbook("add_node.yml", "-e", f"node={THIRD_NEW_NODE}")
+        assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
+        assert sum(s["changed"] for s in recap(again.stdout).values()) == 0, recap(again.stdout)
     finally:
         host.run(f"scancel {job}")
