@@ -303,3 +303,30 @@ def test_stage_run_alone_gathers_its_own_facts_and_changes_nothing(stage):
                                 "converge records, check the declared GPUs]", 1)[1].split("TASK [", 1)[0]
     assert re.search(r"^ok: \[", gathered, re.M) and "skipping:" not in gathered, gathered
     assert not re.search(r"changed=[1-9]", res.stdout), res.stdout[-3000:]
+
+
+def test_a_role_tag_alone_still_reads_facts_and_checks_every_gpu_host_first():
+    """docs/gpu.md's `gpu.yml --tags nvidia_gpu`: the role play's tag alone also selects the
+    host checks of every GPU host, before the first change. Before, that play was tagged gpu
+    and preflight only: it read the facts (those tasks are tagged always) and skipped the
+    checks, so each host's own checks ran only in the NVIDIA play, just before its changes.
+    On the converged hosts nothing changes."""
+    root = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"))
+    if (EPHEMERAL / "ansible.cfg").exists():
+        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
+    res = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(root / "playbooks" / "gpu.yml"),
+                          "--tags", "nvidia_gpu"], capture_output=True, text=True, env=env, timeout=900, check=False)
+    out = res.stdout
+    assert res.returncode == 0, out[-4000:] + res.stderr[-2000:]
+    gathered = out.split("TASK [clusterdos.cluster.hardware_facts : Read the host's facts, GPUs, RDMA devices and "
+                         "converge records, check the declared GPUs]", 1)[1].split("TASK [", 1)[0]
+    assert all(f"ok: [{name}]" in gathered for name in HOSTS), gathered
+    checks = out.split("PLAY [GPU - host checks", 1)[1].split("PLAY [GPU - NVIDIA driver", 1)[0]
+    first_check = "TASK [clusterdos.cluster.nvidia_gpu : Check the OS is one the CUDA repository serves]"
+    assert first_check in checks, checks
+    checked = checks.split(first_check, 1)[1]
+    # The hosts whose driver the role installs (nv-operator leaves it to the GPU Operator).
+    assert all(f"ok: [{name}]" in checked.split("TASK [", 1)[0] for name in ("nv-host", "nv-pcie")), checks
+    assert "TASK [Apply the amd_gpu role]" not in out
+    assert not re.search(r"changed=[1-9]", out), out[-3000:]

@@ -257,6 +257,19 @@ def test_host_preflight_refuses_kata_without_kvm(kata):
     assert not kata.file("/opt/kata").exists
 
 
+def test_the_kata_tag_alone_still_checks_the_host_in_the_stages_host_checks(kata):
+    """sandboxes.yml --tags kata: the role play's tag also selects the stage's host checks,
+    which refuse a host without KVM before any host changes. Before, that play was tagged
+    sandboxes and preflight only, and the refusal came from the Kata play itself."""
+    rc, out = _playbook("sandboxes.yml", "--tags", "kata", "--limit", f"{KATA},localhost",
+                        "-e", "clusterdos_kata_group=kata_render", "-e", "clusterdos_gvisor_group=nogroup")
+    assert rc != 0, out
+    checks = out.split("PLAY [Sandboxes - host checks", 1)[1].split("PLAY [Sandboxes - gVisor", 1)[0]
+    assert f"Kata Containers cannot run on {KATA}" in checks, out[-3000:]
+    assert "changed=0" in out
+    assert not kata.file("/opt/kata").exists
+
+
 def test_kata_input_checks_refuse_a_malformed_pin_before_any_change(kata):
     """With the KVM preflight off, Kata's own input checks still stop sandboxes.yml on this
     host before anything is downloaded or written."""
