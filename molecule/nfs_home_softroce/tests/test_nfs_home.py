@@ -8,7 +8,9 @@ Expectations come from the lab's inventory (addresses), not from files the roles
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import testinfra
 import yaml
 
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
+ROOT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
 LAB = yaml.safe_load((EPHEMERAL / "inventory" / "clusterdos_lab.yml").read_text())["all"]
 HOSTS = LAB["hosts"]
 SERVER = "nfs-server"
@@ -134,3 +137,42 @@ def test_nfsd_runs_the_configured_threads(server):
     conf = server.file("/etc/nfs.conf.d/clusterdos-threads.conf").content_string
     assert "threads = 12" in conf or "threads=12" in conf, conf
     assert server.check_output("cat /proc/fs/nfsd/threads").strip() == "12"
+
+
+def test_a_client_added_with_add_node_is_exported_to_and_mounts(server, clients):
+    """add_node.yml -e node=CLIENT for an NFS client its server does not export to yet: the
+    server's exports learn it in the same run, then the client mounts. The new client is
+    stood in for by the client VM: its exports are taken out of the server's drop-in (as
+    before the host was in the inventory) and its mounts are stopped. Before, the NFS
+    server's play was limited to the node like the other stages, so it had no host in an
+    add: the exports stayed without the client and its mount was refused ("access denied by
+    server"), failing the add."""
+    name, client = CLIENTS[0], clients[0]
+    address = HOSTS[name]["clusterdos_node_ip"]
+    drop_in = "/etc/exports.d/clusterdos.exports"
+    # The scenario's one client: its export lines go whole (a line left without clients
+    # would export to every host).
+    assert CLIENTS == [name]
+    server.check_output(f"sed -i '/ {address}(/d' {drop_in} && exportfs -ra")
+    assert address not in server.check_output("exportfs -v")
+    client.check_output("systemctl stop scratch.mount home.mount")
+    assert not client.mount_point("/home").exists
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"))
+    if (EPHEMERAL / "ansible.cfg").exists():
+        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
+    res = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(ROOT / "playbooks" / "add_node.yml"),
+                          "-e", json.dumps({"node": name})],
+                         capture_output=True, text=True, env=env, timeout=1500, check=False)
+    assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
+    exports = server.check_output("exportfs -v").replace("\n\t", " ")
+    for path in MOUNTS.values():
+        assert any(line.startswith(path + " ") and address in line for line in exports.splitlines()), exports
+    for mountpoint, export in MOUNTS.items():
+        mount = client.mount_point(mountpoint)
+        assert mount.exists and mount.device == f"{HOSTS[SERVER]['clusterdos_node_ip']}:{export}", mountpoint
+    token = uuid.uuid4().hex
+    server.check_output(f"echo {token} > /srv/scratch/added-{token}")
+    try:
+        assert client.check_output(f"cat /scratch/added-{token}") == token
+    finally:
+        server.run(f"rm -f /srv/scratch/added-{token}")
