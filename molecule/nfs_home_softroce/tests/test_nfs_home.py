@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -139,6 +140,29 @@ def test_nfsd_runs_the_configured_threads(server):
     assert server.check_output("cat /proc/fs/nfsd/threads").strip() == "12"
 
 
+def _playbook(playbook: str, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"))
+    if (EPHEMERAL / "ansible.cfg").exists():
+        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
+    return subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(ROOT / "playbooks" / playbook), *args],
+                          capture_output=True, text=True, env=env, timeout=1500, check=False)
+
+
+def test_the_nfs_client_tag_alone_still_checks_the_clients_in_the_stages_host_checks():
+    """storage.yml --tags nfs_client: the role play's tag also selects the stage's host checks
+    (before, that play was tagged storage and preflight only, and each client was checked only
+    in its own play, just before its changes); on the converged client nothing changes."""
+    res = _playbook("storage.yml", "--tags", "nfs_client")
+    out = res.stdout
+    assert res.returncode == 0, out[-4000:] + res.stderr[-2000:]
+    checks = out.split("PLAY [Storage - host checks", 1)[1].split("PLAY [Storage - NFS server", 1)[0]
+    check = "TASK [clusterdos.cluster.nfs_client : Check every mount has a server]"
+    assert check in checks, checks
+    assert all(f"ok: [{name}]" in checks.split(check, 1)[1].split("TASK [", 1)[0] for name in CLIENTS), checks
+    assert "TASK [Apply the nfs_server role]" not in out
+    assert not re.search(r"changed=[1-9]", out), out[-3000:]
+
+
 def test_a_client_added_with_add_node_is_exported_to_and_mounts(server, clients):
     """add_node.yml -e node=CLIENT for an NFS client its server does not export to yet: the
     server's exports learn it in the same run, then the client mounts. The new client is
@@ -157,12 +181,7 @@ def test_a_client_added_with_add_node_is_exported_to_and_mounts(server, clients)
     assert address not in server.check_output("exportfs -v")
     client.check_output("systemctl stop scratch.mount home.mount")
     assert not client.mount_point("/home").exists
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"))
-    if (EPHEMERAL / "ansible.cfg").exists():
-        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
-    res = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(ROOT / "playbooks" / "add_node.yml"),
-                          "-e", json.dumps({"node": name})],
-                         capture_output=True, text=True, env=env, timeout=1500, check=False)
+    res = _playbook("add_node.yml", "-e", json.dumps({"node": name}))
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
     exports = server.check_output("exportfs -v").replace("\n\t", " ")
     for path in MOUNTS.values():
