@@ -287,20 +287,29 @@ def test_ipoib_keyfile_written_for_networkmanager_and_loaded_by_it(host, name):
         assert host.run(f"systemctl is-active {unit}").stdout.strip() != "active", unit
 
 
-@pytest.mark.parametrize("stage", ["gpu.yml", "rdma.yml"])
-def test_stage_run_alone_gathers_its_own_facts_and_changes_nothing(stage):
-    """A stage playbook run on its own (here its read-only preflight part, --tags preflight)
-    has no earlier play of the run to take facts from: its own gather task runs (it is
-    skipped within site.yml, after the host preflight gathered them) and no host changes."""
+FACTS_TASK = ("TASK [clusterdos.cluster.hardware_facts : Read the host's facts, GPUs, RDMA devices and "
+              "converge records, check the declared GPUs]")
+
+
+def _stage_with_tag(stage: str, tag: str) -> tuple[subprocess.CompletedProcess, str]:
+    """playbooks/STAGE run alone against the lab with --tags TAG (it must pass), and the
+    output of its facts task (FACTS_TASK)."""
     root = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"))
     if (EPHEMERAL / "ansible.cfg").exists():
         env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
     res = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(root / "playbooks" / stage),
-                          "--tags", "preflight"], capture_output=True, text=True, env=env, timeout=900, check=False)
+                          "--tags", tag], capture_output=True, text=True, env=env, timeout=900, check=False)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
-    gathered = res.stdout.split("TASK [clusterdos.cluster.hardware_facts : Read the host's facts, GPUs, RDMA devices and "
-                                "converge records, check the declared GPUs]", 1)[1].split("TASK [", 1)[0]
+    return res, res.stdout.split(FACTS_TASK, 1)[1].split("TASK [", 1)[0]
+
+
+@pytest.mark.parametrize("stage", ["gpu.yml", "rdma.yml"])
+def test_stage_run_alone_gathers_its_own_facts_and_changes_nothing(stage):
+    """A stage playbook run on its own (here its read-only preflight part, --tags preflight)
+    has no earlier play of the run to take facts from: its own gather task runs (it is
+    skipped within site.yml, after the host preflight gathered them) and no host changes."""
+    res, gathered = _stage_with_tag(stage, "preflight")
     assert re.search(r"^ok: \[", gathered, re.M) and "skipping:" not in gathered, gathered
     assert not re.search(r"changed=[1-9]", res.stdout), res.stdout[-3000:]
 
@@ -311,16 +320,8 @@ def test_a_role_tag_alone_still_reads_facts_and_checks_every_gpu_host_first():
     and preflight only: it read the facts (those tasks are tagged always) and skipped the
     checks, so each host's own checks ran only in the NVIDIA play, just before its changes.
     On the converged hosts nothing changes."""
-    root = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"))
-    if (EPHEMERAL / "ansible.cfg").exists():
-        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
-    res = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(root / "playbooks" / "gpu.yml"),
-                          "--tags", "nvidia_gpu"], capture_output=True, text=True, env=env, timeout=900, check=False)
+    res, gathered = _stage_with_tag("gpu.yml", "nvidia_gpu")
     out = res.stdout
-    assert res.returncode == 0, out[-4000:] + res.stderr[-2000:]
-    gathered = out.split("TASK [clusterdos.cluster.hardware_facts : Read the host's facts, GPUs, RDMA devices and "
-                         "converge records, check the declared GPUs]", 1)[1].split("TASK [", 1)[0]
     assert all(f"ok: [{name}]" in gathered for name in HOSTS), gathered
     checks = out.split("PLAY [GPU - host checks", 1)[1].split("PLAY [GPU - NVIDIA driver", 1)[0]
     first_check = "TASK [clusterdos.cluster.nvidia_gpu : Check the OS is one the CUDA repository serves]"
