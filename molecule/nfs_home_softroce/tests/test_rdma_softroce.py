@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,30 @@ def test_memlock_unlimited_for_rdma(host):
         assert host.exists(tool), tool
 
 
+# perftest has no deadline of its own: a transfer that stalls (seen once in a CI run, where
+# the VMs share two loaded cores) waits for ever, so every ib_write_bw runs under timeout(1),
+# and a stalled round is retried with a fresh server. Each round's output is kept for the
+# failure message.
+PERFTEST = "ib_write_bw -d rxe0 -x 1 -s 65536 -n 200"
+ROUNDS = 3
+
+
+def _ib_write_bw_round(server, client, server_ip):
+    server.run("systemctl stop ib-write-bw-server 2>/dev/null; systemctl reset-failed ib-write-bw-server 2>/dev/null")
+    # The server runs as a transient unit (outlives this SSH session) and exits after one test.
+    # GID index 1 is the IPv4-mapped (RoCE v2) address of eth0 (0 is link-local). Not -R:
+    # Debian's perftest 4.5 client segfaults with rdma_cm on rxe (seen in this lab).
+    server.check_output("systemd-run --unit ib-write-bw-server --collect "
+                        f"sh -c 'timeout 150 {PERFTEST} > /tmp/ib_write_bw.server 2>&1'")
+    # Readiness wait for the server's listener: an attempt before it listens fails at once
+    # (connection refused) and is tried again; one that times out (rc 124) stalled in the
+    # transfer, and this round ends.
+    result = client.run(
+        f"for i in $(seq 1 30); do timeout 90 {PERFTEST} {server_ip} > /tmp/ib_write_bw.client 2>&1; rc=$?; "
+        "[ $rc -eq 0 ] && exit 0; [ $rc -eq 124 ] && exit 124; sleep 2; done; exit 1")
+    return result.rc, client.file("/tmp/ib_write_bw.client").content_string
+
+
 @pytest.mark.parametrize("pair", [(SERVER, CLIENT)])
 def test_ib_write_bw_moves_data_between_the_vms(pair):
     import testinfra
@@ -69,18 +94,17 @@ def test_ib_write_bw_moves_data_between_the_vms(pair):
     server = testinfra.get_host(f"ansible://{server_name}", ansible_inventory=os.environ.get("MOLECULE_INVENTORY_FILE"))
     client = testinfra.get_host(f"ansible://{client_name}", ansible_inventory=os.environ.get("MOLECULE_INVENTORY_FILE"))
     server_ip = HOSTS[server_name]["clusterdos_node_ip"]
+    failed = []
+    for attempt in range(1, ROUNDS + 1):
+        rc, out = _ib_write_bw_round(server, client, server_ip)
+        if rc == 0:
+            break
+        failed.append(f"round {attempt}: rc {rc}\n{out}")
     server.run("systemctl stop ib-write-bw-server 2>/dev/null; systemctl reset-failed ib-write-bw-server 2>/dev/null")
-    # The server runs as a transient unit (outlives this SSH session) and exits after one test.
-    # GID index 1 is the IPv4-mapped (RoCE v2) address of eth0 (0 is link-local). Not -R:
-    # Debian's perftest 4.5 client segfaults with rdma_cm on rxe (seen in this lab).
-    server.check_output("systemd-run --unit ib-write-bw-server --collect "
-                        "sh -c 'ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 > /tmp/ib_write_bw.server 2>&1'")
-    # Readiness wait for the server's listener (a loop of attempts, not a timed assertion).
-    result = client.run(
-        "for i in $(seq 1 60); do ib_write_bw -d rxe0 -x 1 -s 65536 -n 200 %s > /tmp/ib_write_bw.client 2>&1 && exit 0; "
-        "sleep 2; done; exit 1" % server_ip)
-    out = client.file("/tmp/ib_write_bw.client").content_string
-    assert result.rc == 0, out
+    assert rc == 0, "\n".join(failed)
+    if failed:
+        # Passed after a stalled or failed round: said in the run's warnings summary.
+        warnings.warn(f"ib_write_bw passed in round {len(failed) + 1}; before it:\n" + "\n".join(failed), stacklevel=1)
     # Result row: #bytes #iterations BW peak BW average MsgRate
     rows = [line.split() for line in out.splitlines() if re.match(r"^\s*65536\s+200\s", line)]
     assert rows, out
