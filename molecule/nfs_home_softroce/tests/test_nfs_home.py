@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import uuid
 from pathlib import Path
 
@@ -20,7 +19,6 @@ import testinfra
 import yaml
 
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
-ROOT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
 LAB = yaml.safe_load((EPHEMERAL / "inventory" / "clusterdos_lab.yml").read_text())["all"]
 HOSTS = LAB["hosts"]
 SERVER = "nfs-server"
@@ -140,19 +138,11 @@ def test_nfsd_runs_the_configured_threads(server):
     assert server.check_output("cat /proc/fs/nfsd/threads").strip() == "12"
 
 
-def _playbook(playbook: str, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"))
-    if (EPHEMERAL / "ansible.cfg").exists():
-        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
-    return subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(ROOT / "playbooks" / playbook), *args],
-                          capture_output=True, text=True, env=env, timeout=1500, check=False)
-
-
-def test_the_nfs_client_tag_alone_still_checks_the_clients_in_the_stages_host_checks():
+def test_the_nfs_client_tag_alone_still_checks_the_clients_in_the_stages_host_checks(playbook):
     """storage.yml --tags nfs_client: the role play's tag also selects the stage's host checks
     (before, that play was tagged storage and preflight only, and each client was checked only
     in its own play, just before its changes); on the converged client nothing changes."""
-    res = _playbook("storage.yml", "--tags", "nfs_client")
+    res = playbook("storage.yml", "--tags", "nfs_client")
     out = res.stdout
     assert res.returncode == 0, out[-4000:] + res.stderr[-2000:]
     checks = out.split("PLAY [Storage - host checks", 1)[1].split("PLAY [Storage - NFS server", 1)[0]
@@ -163,7 +153,30 @@ def test_the_nfs_client_tag_alone_still_checks_the_clients_in_the_stages_host_ch
     assert not re.search(r"changed=[1-9]", out), out[-3000:]
 
 
-def test_a_client_added_with_add_node_is_exported_to_and_mounts(server, clients):
+def test_an_add_leaves_alone_a_server_whose_clients_the_node_is_not_among(server, playbook):
+    """storage.yml -e node=CLIENT where the server exports to a group the node is not in (the
+    server's client group set to its own group, as a site whose second NFS server serves other
+    hosts): the server's play ends for it before its role (meta: end_host), so its exports
+    stay as they are, and the node's client play still runs. Were the server converged with
+    that group, its exports would lose the client (a changed drop-in, changed=1): the
+    counterpart of the add test below, where the node is a client and the server converges."""
+    name = CLIENTS[0]
+    drop_in = "/etc/exports.d/clusterdos.exports"
+    before = server.check_output(f"sha256sum {drop_in}")
+    res = playbook("storage.yml", "-e", json.dumps({"node": name, "nfs_server_client_group": "storage_server"}))
+    out = res.stdout
+    assert res.returncode == 0, out[-5000:] + res.stderr[-2000:]
+    server_play = out.split("PLAY [Storage - NFS server]", 1)[1].split("PLAY [", 1)[0]
+    assert "TASK [Leave this server alone when the node added is neither it nor one of its clients]" in server_play
+    assert "TASK [Apply the nfs_server role]" not in server_play, server_play
+    client_play = out.split("PLAY [Storage - NFS clients]", 1)[1].split("PLAY [", 1)[0]
+    assert f"ok: [{name}]" in client_play, client_play
+    assert SERVER not in client_play, client_play
+    assert server.check_output(f"sha256sum {drop_in}") == before
+    assert not re.search(r"changed=[1-9]", out), out[-3000:]
+
+
+def test_a_client_added_with_add_node_is_exported_to_and_mounts(server, clients, playbook):
     """add_node.yml -e node=CLIENT for an NFS client its server does not export to yet: the
     server's exports learn it in the same run, then the client mounts. The new client is
     stood in for by the client VM: its exports are taken out of the server's drop-in (as
@@ -181,7 +194,7 @@ def test_a_client_added_with_add_node_is_exported_to_and_mounts(server, clients)
     assert address not in server.check_output("exportfs -v")
     client.check_output("systemctl stop scratch.mount home.mount")
     assert not client.mount_point("/home").exists
-    res = _playbook("add_node.yml", "-e", json.dumps({"node": name}))
+    res = playbook("add_node.yml", "-e", json.dumps({"node": name}))
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
     exports = server.check_output("exportfs -v").replace("\n\t", " ")
     for path in MOUNTS.values():

@@ -11,27 +11,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
-ROOT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
 RDMA = sorted(yaml.safe_load((EPHEMERAL / "inventory" / "clusterdos_lab.yml").read_text())["all"]["children"]["rdma"]["hosts"])
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
+def report(tmp_path_factory, playbook):
     out = tmp_path_factory.mktemp("validation")
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"))
-    if (EPHEMERAL / "ansible.cfg").exists():
-        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
-    res = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(ROOT / "playbooks" / "validate.yml"),
-                          "-e", json.dumps({"validate_checks": ["hardware"], "validate_strict": True,
-                                            "validate_report_dir": str(out)})],
-                         capture_output=True, text=True, env=env, timeout=1200, check=False)
+    res = playbook("validate.yml", "-e", json.dumps({"validate_checks": ["hardware"], "validate_strict": True,
+                                                     "validate_report_dir": str(out)}), timeout=1200)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     return json.loads((out / "validation.json").read_text())
 
