@@ -8,21 +8,10 @@ Runs before test_ha.py stops a member (file order)."""
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
-import testinfra
-import yaml
+from conftest import MEMBERS, host
 
-EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
-INVENTORY = EPHEMERAL / "inventory"
-LAB = yaml.safe_load((INVENTORY / "clusterdos_lab.yml").read_text())["all"]
-MEMBERS = sorted(LAB["children"]["kube_control_plane"]["hosts"])
 ADMIN = "--kubeconfig /etc/kubernetes/admin.conf"
-
-
-def host(name):
-    return testinfra.get_host(f"ansible://{name}", ansible_inventory=str(INVENTORY))
 
 
 def test_only_the_addon_host_got_helm_and_every_control_plane_the_kubernetes_client():

@@ -8,24 +8,13 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
-import testinfra
-import yaml
+from conftest import LAB, MEMBERS, host
 
-EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
-INVENTORY = EPHEMERAL / "inventory"
-LAB = yaml.safe_load((INVENTORY / "clusterdos_lab.yml").read_text())["all"]
-MEMBERS = sorted(LAB["children"]["kube_control_plane"]["hosts"])
 LAB_NAME = LAB["vars"]["clusterdos_lab"]["name"]
-
-
-def host(name):
-    return testinfra.get_host(f"ansible://{name}", ansible_inventory=str(INVENTORY))
 
 
 def kubectl(name, *args):
