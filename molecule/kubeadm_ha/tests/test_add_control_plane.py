@@ -1,42 +1,117 @@
-"""kubernetes_add_node.yml for a control plane in local_haproxy mode (runs first, file order,
-on the fresh cluster): every other node's haproxy learns the new API server.
+"""remove_node.yml and kubernetes_add_node.yml for a control plane in local_haproxy mode, for
+real (runs first, file order, on the fresh cluster; every member is back afterwards).
 
-The control plane added is stood in for by the last member: its backend is taken out of the
-other members' haproxy configuration (as before it was in the inventory) and they reload,
-then `kubernetes_add_node.yml -e node=LAST` runs. The member has joined already, so the
-join itself is skipped; what the test reads is the other nodes' load balancer. Before,
-the add changed only the node itself (and the first control plane's token), so the other
-nodes never balanced over the added control plane until a whole converge."""
+- remove_node.yml takes the last member out: drained, kubeadm reset, its Node deleted. It is
+  no longer an etcd member (read from etcd itself), and the other members' haproxy stops
+  balancing over it at once (the running haproxy's servers, read through its master socket,
+  and its configuration) although the inventory still names it; the API answers through
+  each of them. Before, the Node was deleted ahead of kubeadm reset, which then could not
+  find its etcd member and left it (a voter that never answers; a later join of the host
+  failed in etcd), and the others' haproxy kept it until the next converge.
+- kubernetes_add_node.yml joins it again as a control plane: it is Ready with its own etcd
+  and API server, and every other member's haproxy balances over it again (before, the add
+  changed only the node itself, so the others never used the added API server until a
+  whole converge).
+- The same member with its Node deleted from the API first (kubelet stopped): kubeadm reset
+  cannot find its etcd member and only warns, so the role removes it through etcd; then it
+  joins once more."""
 
 from __future__ import annotations
 
-from conftest import MEMBERS, host, run_playbook, tail
+from conftest import MEMBERS, etcd_members, haproxy_servers, host, kubectl_json, node_ready, run_playbook, system_pods_ready, tail, wait_until
 
-ADDED = MEMBERS[-1]
+LEAVING = MEMBERS[-1]
 OTHERS = MEMBERS[:-1]
 CFG = "/etc/haproxy/haproxy.cfg"
+FALLBACK = "clusterdos.cluster.kubernetes_cluster : Remove this host's etcd member that kubeadm reset left"
+
+
+def section(run, header: str) -> str:
+    """The output under ``header`` (``PLAY [name]`` or ``TASK [name]``) up to the next play or task
+    (the test fails when the run has no such header)."""
+    parts = run.stdout.split(header, 1)
+    assert len(parts) == 2, f"no {header!r}:\n{tail(run)}"
+    rest = parts[1].split("\nPLAY [", 1)[0]
+    return rest if header.startswith("PLAY [") else rest.split("\nTASK [", 1)[0]
+
+
+def api_through_local_haproxy(name: str):
+    ready = host(name).run("kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout=20s get --raw /readyz")
+    assert ready.rc == 0 and ready.stdout.strip() == "ok", (name, ready.stdout, ready.stderr)
+
+
+def control_plane_pods_on(name: str) -> set:
+    pods = kubectl_json("get", "pods", "-n", "kube-system", "-l", "tier=control-plane")["items"]
+    return {p["metadata"]["labels"]["component"] for p in pods
+            if p["spec"].get("nodeName") == name and p["status"].get("phase") == "Running"}
+
+
+def test_a_removed_control_plane_leaves_every_other_nodes_local_haproxy():
+    run = run_playbook("remove_node.yml", {"node": LEAVING})
+    assert run.returncode == 0, tail(run)
+    others_lb = section(run, "PLAY [Remove node - the other nodes' API load balancer forgets a removed control plane]")
+    for name in OTHERS:
+        assert f"changed: [{name}]" in others_lb, others_lb
+        cfg = host(name).file(CFG).content_string
+        assert f"server {LEAVING} " not in cfg, (name, cfg)
+        for member in OTHERS:
+            assert f"server {member} " in cfg, (name, member, cfg)
+        assert host(name).service("haproxy").is_running, name
+        assert haproxy_servers(name) == OTHERS, name
+        api_through_local_haproxy(name)
+    assert f"[{LEAVING}]" not in others_lb, others_lb
+    nodes = [n["metadata"]["name"] for n in kubectl_json("get", "nodes")["items"]]
+    assert sorted(nodes) == OTHERS, nodes
+    # It left etcd: two voting members remain, kubeadm reset removed its member itself (the
+    # role's check found none left).
+    assert etcd_members() == OTHERS
+    assert f"changed: [{LEAVING}" not in section(run, f"TASK [{FALLBACK}]"), tail(run)
+    # kubeadm reset ran on the host: no kubelet configuration, no etcd data left there.
+    leaving = host(LEAVING)
+    assert not leaving.file("/etc/kubernetes/kubelet.conf").exists
+    assert not leaving.file("/var/lib/etcd/member").exists
+
+
+def join_again():
+    """kubernetes_add_node.yml for the removed member, and what the test reads after it."""
+    run = run_playbook("kubernetes_add_node.yml", {"node": LEAVING})
+    assert run.returncode == 0, tail(run)
+    others_lb = section(run, "PLAY [Kubernetes add node - the other nodes' API load balancer learns a new control plane]")
+    for name in OTHERS:
+        assert f"changed: [{name}]" in others_lb, others_lb
+    assert f"[{LEAVING}]" not in others_lb, others_lb
+    wait_until(f"{LEAVING} Ready", lambda: node_ready(LEAVING))
+    wait_until("every control-plane pod Ready", system_pods_ready)
+    assert {"etcd", "kube-apiserver"} <= control_plane_pods_on(LEAVING)
+    assert etcd_members() == MEMBERS
+    for name in OTHERS:
+        cfg = host(name).file(CFG).content_string
+        for member in MEMBERS:
+            assert f"server {member} " in cfg, (name, member, cfg)
+        assert host(name).service("haproxy").is_running, name
+        assert haproxy_servers(name) == MEMBERS, name
+        api_through_local_haproxy(name)
 
 
 def test_an_added_control_plane_joins_every_other_nodes_local_haproxy():
-    for name in OTHERS:
-        h = host(name)
-        h.check_output(f"sed -i '/^    server {ADDED} /d' {CFG} && systemctl reload haproxy")
-        assert f"server {ADDED} " not in h.file(CFG).content_string, name
-    run = run_playbook("kubernetes_add_node.yml", {"node": ADDED})
+    join_again()
+
+
+def test_a_control_plane_deleted_from_the_api_first_still_leaves_etcd():
+    """An operator deleted the Node (kubectl delete node) before remove_node.yml: kubeadm reset
+    then cannot read its own member from the cluster and only warns; the role's check finds
+    the member left and removes it through etcd (a real run of that branch)."""
+    assert host(LEAVING).run("systemctl stop kubelet").rc == 0
+    out = host(MEMBERS[0]).run("kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout=20s delete node " + LEAVING)
+    assert out.rc == 0, out.stderr
+    run = run_playbook("remove_node.yml", {"node": LEAVING})
     assert run.returncode == 0, tail(run)
-    play = run.stdout.split("PLAY [Kubernetes add node - the other nodes' API load balancer learns a new control plane]", 1)
-    assert len(play) == 2, tail(run)
+    assert f"changed: [{LEAVING} -> {MEMBERS[0]}" in section(run, f"TASK [{FALLBACK}]"), tail(run)
+    assert etcd_members() == OTHERS
     for name in OTHERS:
-        h = host(name)
-        cfg = h.file(CFG).content_string
-        for member in MEMBERS:
-            assert f"server {member} " in cfg, (name, member, cfg)
-        assert h.service("haproxy").is_running, name
-        # The API through this node's haproxy, which now also balances over the added member.
-        ready = h.run("kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout=20s get --raw /readyz")
-        assert ready.rc == 0 and ready.stdout.strip() == "ok", (name, ready.stdout, ready.stderr)
-    # That play wrote each other node's configuration (the added member is not in it).
-    section = play[1].split("\nPLAY [", 1)[0]
-    for name in OTHERS:
-        assert f"changed: [{name}]" in section, section
-    assert f"[{ADDED}]" not in section, section
+        assert haproxy_servers(name) == OTHERS, name
+        api_through_local_haproxy(name)
+
+
+def test_the_control_plane_joins_again():
+    join_again()

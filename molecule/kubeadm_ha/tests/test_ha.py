@@ -12,7 +12,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import LAB, MEMBERS, host
+from conftest import LAB, MEMBERS, haproxy_servers, host
 
 LAB_NAME = LAB["vars"]["clusterdos_lab"]["name"]
 
@@ -51,6 +51,7 @@ def test_every_node_talks_to_the_api_through_its_local_haproxy():
         cfg = h.file("/etc/haproxy/haproxy.cfg").content_string
         for other in MEMBERS:
             assert f"server {other} " in cfg, (member, other)
+        assert haproxy_servers(member) == MEMBERS, member
 
 
 def booted(name) -> bool:

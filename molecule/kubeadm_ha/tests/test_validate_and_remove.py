@@ -18,10 +18,9 @@ test_ha.py, file order; every member is back by then).
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
-from conftest import EPHEMERAL, MEMBERS, host, run_playbook, tail
+from conftest import EPHEMERAL, MEMBERS, host, kubectl_json, node_ready, run_playbook, system_pods_ready, tail, wait_until
 
 # The validation and the add-ons run on the first member; the kubelet is stopped on the last.
 STOPPED = MEMBERS[-1]
@@ -29,39 +28,6 @@ CONVERGE_REPORT = EPHEMERAL / "validation-report"
 # What converge checks (molecule.yml: validate_checks [kubernetes], storage classes and add-ons
 # skipped) and passes on this cluster: Cilium, GPUs, RDMA, RuntimeClasses, metrics are skipped.
 PASSING = ("kubernetes.nodes_ready", "kubernetes.labels_taints", "kubernetes.control_plane", "kubernetes.coredns")
-
-
-def kubectl_json(*args):
-    out = host(MEMBERS[0]).run("kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout=20s "
-                               + " ".join(args) + " -o json")
-    assert out.rc == 0, out.stderr
-    return json.loads(out.stdout)
-
-
-def wait_until(what: str, predicate, timeout: float = 300, interval: float = 5):
-    deadline = time.monotonic() + timeout
-    while True:
-        seen = predicate()
-        if seen is True:
-            return
-        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s; last seen: {seen}"
-        time.sleep(interval)
-
-
-def node_ready(name: str):
-    """True when the node is Ready, else its Ready condition as the API has it."""
-    node = kubectl_json("get", "node", name)
-    ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]
-    return True if ready["status"] == "True" else f"{ready['status']} ({ready.get('reason')})"
-
-
-def system_pods_ready():
-    """True when every kube-system pod (each member's four control-plane pods among them) is Ready."""
-    pods = kubectl_json("get", "pods", "-n", "kube-system")["items"]
-    control_plane = [p for p in pods if p["metadata"].get("labels", {}).get("tier") == "control-plane"]
-    waiting = sorted(p["metadata"]["name"] for p in pods
-                     if not any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", [])))
-    return True if len(control_plane) == 4 * len(MEMBERS) and not waiting else f"{len(pods)} pods, not ready: {waiting}"
 
 
 def releases() -> dict:
