@@ -43,9 +43,9 @@ def test_runner_reports_a_run_that_reaches_the_hosts():
     assert result["verdict"] == "LATE", result["output"][-3000:]
 
 
-@pytest.mark.parametrize("playbook", ["kubernetes_add_node.yml", "kubernetes.yml", "base.yml"])
+@pytest.mark.parametrize("playbook", ["kubernetes_add_node.yml", "remove_node.yml", "kubernetes.yml", "base.yml"])
 def test_an_entry_playbook_alone_refuses_hosts_without_an_address_before_contacting_them(playbook):
     # The suite runs site.yml; these entry points import the same preflight, and a site
-    # adding a node runs them alone (docs/lifecycle.md).
+    # adding or removing a node runs them alone (docs/lifecycle.md).
     result = run.run_kind(SUITE / "node_address_missing", ROOT, playbook=playbook)
     assert result["verdict"] == "REFUSED", (result["verdict"], result["missing"], result["output"][-3000:])
