@@ -9,7 +9,7 @@ real (runs first, file order, on the fresh cluster; every member is back afterwa
   find its etcd member and left it (a voter that never answers; a later join of the host
   failed in etcd), and the others' haproxy kept it until the next converge.
 - kubernetes_add_node.yml joins it again as a control plane: it is Ready with its own etcd
-  and API server, and every other member's haproxy balances over it again (before, the add
+  and API server, a pod runs there, and every other member's haproxy balances over it again (before, the add
   changed only the node itself, so the others never used the added API server until a
   whole converge).
 - The same member with its Node deleted from the API first (kubelet stopped): kubeadm reset
@@ -17,6 +17,8 @@ real (runs first, file order, on the fresh cluster; every member is back afterwa
   joins once more."""
 
 from __future__ import annotations
+
+import json
 
 from conftest import MEMBERS, etcd_members, haproxy_servers, host, kubectl_json, node_ready, run_playbook, system_pods_ready, tail, wait_until
 
@@ -72,6 +74,27 @@ def test_a_removed_control_plane_leaves_every_other_nodes_local_haproxy():
     assert not leaving.file("/var/lib/etcd/member").exists
 
 
+def pod_runs_on(node: str):
+    """A pod bound to ``node`` (the busybox image from the site mirror's archives) runs to
+    completion: its sandbox and pod network are set up there. Found with it: after a reset, the
+    bridge CNI's cni0 kept the node's old pod gateway address while the node joined again got
+    another pod CIDR, so every sandbox there failed ("failed to set bridge addr")."""
+    name = "rejoin-check"
+    kubectl = "kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout=20s "
+    first = host(MEMBERS[0])
+    first.run(kubectl + f"delete pod {name} --ignore-not-found --wait=true")
+    overrides = json.dumps({"spec": {"nodeName": node, "tolerations": [{"operator": "Exists"}]}})
+    out = first.run(kubectl + f"run {name} --image=registry.k8s.io/e2e-test-images/busybox:1.36.1-1 "
+                    f"--image-pull-policy=Never --restart=Never --overrides='{overrides}' -- true")
+    assert out.rc == 0, out.stderr
+    try:
+        waited = first.run(kubectl + f"wait pod/{name} --for=jsonpath={{.status.phase}}=Succeeded --timeout=120s")
+        events = first.run(kubectl + f"get events --field-selector involvedObject.name={name} -o custom-columns=R:.reason,M:.message")
+        assert waited.rc == 0, (waited.stderr, events.stdout)
+    finally:
+        first.run(kubectl + f"delete pod {name} --ignore-not-found --wait=false")
+
+
 def join_again():
     """kubernetes_add_node.yml for the removed member, and what the test reads after it."""
     run = run_playbook("kubernetes_add_node.yml", {"node": LEAVING})
@@ -84,6 +107,7 @@ def join_again():
     wait_until("every control-plane pod Ready", system_pods_ready)
     assert {"etcd", "kube-apiserver"} <= control_plane_pods_on(LEAVING)
     assert etcd_members() == MEMBERS
+    pod_runs_on(LEAVING)
     for name in OTHERS:
         cfg = host(name).file(CFG).content_string
         for member in MEMBERS:

@@ -52,6 +52,10 @@ def test_every_node_talks_to_the_api_through_its_local_haproxy():
         for other in MEMBERS:
             assert f"server {other} " in cfg, (member, other)
         assert haproxy_servers(member) == MEMBERS, member
+        # In the inventory's order, the same file on every run (a set in between made the order,
+        # and so the file, change from run to run: a re-converge then reloaded haproxy).
+        listed = [line.split()[1] for line in cfg.splitlines() if line.strip().startswith("server ")]
+        assert listed == list(LAB["children"]["kube_control_plane"]["hosts"]), (member, listed)
 
 
 def booted(name) -> bool:

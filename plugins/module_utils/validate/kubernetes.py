@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.clusterdos.cluster.plugins.module_utils.validate.core import (
     Check,
@@ -185,8 +185,10 @@ class KubeContext:
                 "--timeout=%ds" % self.timeout, timeout=self.timeout + 30)
             logs = self.kubectl_run("logs", "pod/%s" % name, "-n", self.namespace)
             if waited.rc != 0:
-                raise CheckFailed("pod %s did not succeed within %d s (%s)%s" % (
-                    name, self.timeout, self._pod_state(name) or waited.reason(),
+                state, node = self._pod_state(name)
+                raise CheckFailed("pod %s did not succeed within %d s (%s)%s%s%s" % (
+                    name, self.timeout, state or waited.reason(), " on node %s" % node if node else "",
+                    self._pod_warnings(name),
                     "; log: %s" % logs.out.strip()[-300:] if logs.rc == 0 and logs.out.strip() else ""))
             return logs.out if logs.rc == 0 else ""
         finally:
@@ -194,14 +196,17 @@ class KubeContext:
             for obj in objects:
                 self._delete(obj["kind"].lower(), obj["metadata"]["name"], wait=False)
 
-    def _pod_state(self, name: str) -> str:
+    def _pod_state(self, name: str) -> Tuple[str, str]:
+        """The pod's phase and waiting reasons, and the node it was bound to ("" where unknown)."""
         res = self.kubectl_run("get", "pod", name, "-n", self.namespace, "-o", "json")
         if res.rc != 0:
-            return ""
+            return "", ""
         try:
-            status = json.loads(res.out).get("status", {})
+            pod = json.loads(res.out)
         except ValueError:
-            return ""
+            return "", ""
+        status = pod.get("status", {})
+        node = pod.get("spec", {}).get("nodeName", "")
         reasons = [status.get("phase", "")]
         for cs in status.get("containerStatuses", []):
             for state in cs.get("state", {}).values():
@@ -210,7 +215,22 @@ class KubeContext:
         for cond in status.get("conditions", []):
             if cond.get("status") == "False" and cond.get("message"):
                 reasons.append(cond["message"])
-        return "phase " + ", ".join(r for r in reasons if r)
+        return "phase " + ", ".join(r for r in reasons if r), node
+
+    def _pod_warnings(self, name: str) -> str:
+        """The pod's last Warning events (why a sandbox, a volume or an image failed), as
+        "; events: REASON: message; ..." or "" where there are none."""
+        res = self.kubectl_run("get", "events", "-n", self.namespace, "--field-selector",
+                               "involvedObject.kind=Pod,involvedObject.name=%s,type=Warning" % name, "-o", "json")
+        if res.rc != 0:
+            return ""
+        try:
+            items = json.loads(res.out).get("items", [])
+        except ValueError:
+            return ""
+        items.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+        seen = ["%s: %s" % (e.get("reason", ""), " ".join((e.get("message") or "").split())[:240]) for e in items[-3:]]
+        return "; events: " + "; ".join(seen) if seen else ""
 
 
 # --- helpers over API objects ---

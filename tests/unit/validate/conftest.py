@@ -126,7 +126,13 @@ class RecordedApiServer:
         resource = args[0]
         if resource == "pod" and len(args) == 6:  # get pod NAME -n NS -o json
             outcome = self.cluster.get("pod_outcomes", {}).get(args[1], {})
-            return CmdResult(0, json.dumps({"status": outcome.get("status", {"phase": outcome.get("phase", "Pending")})}), "")
+            return CmdResult(0, json.dumps({"spec": {"nodeName": outcome.get("node", "")},
+                                            "status": outcome.get("status", {"phase": outcome.get("phase", "Pending")})}), "")
+        if resource == "events":  # get events -n NS --field-selector involvedObject...name=NAME,type=Warning -o json
+            assert args[3] == "--field-selector" and args[5:] == ["-o", "json"], args
+            name = args[4].split("involvedObject.name=", 1)[1].split(",", 1)[0]
+            events = self.cluster.get("pod_outcomes", {}).get(name, {}).get("events", [])
+            return CmdResult(0, json.dumps({"items": events}), "")
         objects = self.cluster["objects"].get(resource, [])
         rest = args[1:]
         namespace = None
