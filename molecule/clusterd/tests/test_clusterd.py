@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -22,6 +23,9 @@ from pathlib import Path
 import pytest
 import testinfra
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_shared"))
+import lab_playbook  # noqa: E402  (molecule/_shared, put on the path above)
 
 SCENARIO = Path(__file__).resolve().parents[1]
 ROOT = SCENARIO.parents[1]
@@ -111,33 +115,23 @@ def test_each_member_runs_with_its_own_id_and_purges_snapshots():
     assert "autopurge.purgeInterval=1" in cfg and "autopurge.snapRetainCount=3" in cfg
 
 
-def ansible_env() -> dict:
-    """ansible-playbook and ansible as molecule runs them (its ansible.cfg, the checkout as the collection)."""
-    env = dict(os.environ)
-    if (EPHEMERAL / "ansible.cfg").exists():
-        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(ROOT / ".cache" / "collections")
-    env["ANSIBLE_NOCOLOR"] = "1"
-    return env
-
-
 def clusterd_groups(tmp_path: Path) -> list:
-    """Inventory arguments: molecule's (hosts and the scenario's variables) and, when
-    converge made zk1-3 masters and fw1 the agent (packages present), those groups too."""
-    args = ["-i", str(EPHEMERAL / "inventory")]
+    """Inventories: molecule's (hosts and the scenario's variables) and, when converge made
+    zk1-3 masters and fw1 the agent (packages present), those groups too."""
+    inventories = [EPHEMERAL / "inventory"]
     if DEBS:
         extra = tmp_path / "clusterd_groups.yml"
         extra.write_text(yaml.safe_dump({"all": {"children": {
             "clusterd_master": {"hosts": {h: {} for h in ZK}}, "clusterd_agent": {"hosts": {FW: {}}}}}}))
-        args += ["-i", str(extra)]
-    return args
+        inventories.append(extra)
+    return inventories
 
 
 def zookeeper_check(target: str) -> dict:
     """The ZooKeeper check of the cluster_validate module, run by ansible on TARGET with the
     ensemble as the inventory describes it (the role's clusterd option left at its defaults)."""
     nodes = [{"name": h, "address": address(h), "roles": ["zookeeper"], "kind": "service"} for h in ZK]
-    env = dict(ansible_env(), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
+    env = lab_playbook.environment({"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})
     res = subprocess.run(["ansible", target, "-i", str(EPHEMERAL / "inventory"), "-m", "clusterdos.cluster.cluster_validate",
                           "-a", json.dumps({"checks": ["clusterd.zookeeper"], "nodes": nodes, "host": target,
                                             "timeout": 30})],
@@ -197,10 +191,9 @@ def test_validate_playbook_runs_the_clusterd_checks(tmp_path):
     (no masters or agents in the inventory), with packages they pass. The report draws
     the members as service nodes with their ZooKeeper mode."""
     report = tmp_path / "report"
-    res = subprocess.run(["ansible-playbook", *clusterd_groups(tmp_path), str(ROOT / "playbooks" / "validate.yml"),
-                          "-e", json.dumps({"validate_checks": ["clusterd"], "validate_strict": True,
-                                            "validate_report_dir": str(report)})],
-                         capture_output=True, text=True, env=ansible_env(), timeout=900, check=False)
+    res = lab_playbook.run("validate.yml", "-e", json.dumps({"validate_checks": ["clusterd"], "validate_strict": True,
+                                                            "validate_report_dir": str(report)}),
+                           inventories=clusterd_groups(tmp_path), timeout=900)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     doc = json.loads((report / "validation.json").read_text())
     checks = {c["name"]: c for c in doc["checks"]}

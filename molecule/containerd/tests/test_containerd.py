@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_shared"))
+import lab_playbook  # noqa: E402  (molecule/_shared, put on the path above)
 
 SCENARIO = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
 INVENTORY = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "inventory" / "clusterdos_lab.yml"
@@ -201,11 +204,7 @@ def test_kubelet_restarted_on_a_unit_change_once_joined(host):
     assert host.check_output("systemctl show -p InvocationID --value kubelet") == "", "kubelet never started so far"
     host.check_output(f"mkdir -p /etc/kubernetes && echo '# FIXTURE: a joined node' > /etc/kubernetes/kubelet.conf && rm {drop_in}")
     try:
-        project = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(project / ".cache" / "collections"),
-                   ANSIBLE_CONFIG=str(project / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
-        run = subprocess.run(["ansible-playbook", "-i", str(INVENTORY.parent), str(SCENARIO / "tests" / "kubernetes_packages.yml")],
-                             capture_output=True, text=True, env=env, check=False)
+        run = lab_playbook.run(SCENARIO / "tests" / "kubernetes_packages.yml", inventories=[INVENTORY.parent])
         out = run.stdout + run.stderr
         assert run.returncode == 0, out[-3000:]
         handler = out.split("RUNNING HANDLER [clusterdos.cluster.kubernetes_packages : Restart kubelet]", 1)

@@ -13,11 +13,15 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_shared"))
+import lab_playbook  # noqa: E402  (molecule/_shared, put on the path above)
 
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
 HOSTS = yaml.safe_load((EPHEMERAL / "inventory" / "clusterdos_lab.yml").read_text())["all"]["hosts"]
@@ -294,12 +298,7 @@ FACTS_TASK = ("TASK [clusterdos.cluster.hardware_facts : Read the host's facts, 
 def _stage_with_tag(stage: str, tag: str) -> tuple[subprocess.CompletedProcess, str]:
     """playbooks/STAGE run alone against the lab with --tags TAG (it must pass), and the
     output of its facts task (FACTS_TASK)."""
-    root = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).resolve().parents[3]))
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(root / ".cache" / "collections"))
-    if (EPHEMERAL / "ansible.cfg").exists():
-        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
-    res = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(root / "playbooks" / stage),
-                          "--tags", tag], capture_output=True, text=True, env=env, timeout=900, check=False)
+    res = lab_playbook.run(stage, "--tags", tag, inventories=[EPHEMERAL / "inventory"], timeout=900)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     return res, res.stdout.split(FACTS_TASK, 1)[1].split("TASK [", 1)[0]
 

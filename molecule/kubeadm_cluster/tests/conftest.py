@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import testinfra
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_shared"))
+import lab_playbook  # noqa: E402  (molecule/_shared, put on the path above)
 
 PROJECT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 SCENARIO = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
@@ -69,13 +73,8 @@ def kubectl(cp):
 
 def run_playbook(playbook: Path | str, *args: str, env_extra: dict[str, str] | None = None
                  ) -> subprocess.CompletedProcess[str]:
-    """ansible-playbook on the lab hosts (the checkout's collection, never a copy)."""
-    env = dict(os.environ, ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=str(PROJECT / ".cache" / "collections"),
-               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", **(env_extra or {}))
-    env["PATH"] = f"{PROJECT / '.venv' / 'bin'}:{env.get('PATH', '')}"
-    return subprocess.run(["ansible-playbook", "-i", str(INVENTORY), str(playbook), *args],
-                          cwd=PROJECT, env=env, capture_output=True, text=True, timeout=900, check=False)
+    """ansible-playbook on the lab hosts, as the converge runs it (molecule/_shared/lab_playbook.py)."""
+    return lab_playbook.run(playbook, *args, inventories=[INVENTORY], env=env_extra, timeout=900)
 
 
 def eventually(fn, timeout: float = 120, interval: float = 3):

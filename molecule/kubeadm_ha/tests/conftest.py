@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import testinfra
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_shared"))
+import lab_playbook  # noqa: E402  (molecule/_shared, put on the path above)
 
 PROJECT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
@@ -24,18 +28,12 @@ def host(name):
 
 
 def run_playbook(name: str, extra: dict | None = None) -> subprocess.CompletedProcess:
-    """playbooks/NAME on molecule's inventory (the scenario's variables), as a site runs it."""
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(PROJECT / ".cache" / "collections"),
-               CLUSTERDOS_ROOT=str(PROJECT), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-               # One line per result (molecule's yaml result format folds long messages).
-               ANSIBLE_CALLBACK_RESULT_FORMAT="json")
-    if (EPHEMERAL / "ansible.cfg").exists():
-        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
-    env["PATH"] = f"{PROJECT / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    argv = ["ansible-playbook", "-i", str(INVENTORY), str(PROJECT / "playbooks" / name)]
-    if extra:
-        argv += ["-e", json.dumps(extra)]
-    return subprocess.run(argv, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=900, check=False)
+    """playbooks/NAME on molecule's inventory (the scenario's variables), as the converge runs
+    it (molecule/_shared/lab_playbook.py), one line per result (molecule's yaml result format
+    folds long messages)."""
+    args = ["-e", json.dumps(extra)] if extra else []
+    return lab_playbook.run(name, *args, inventories=[INVENTORY], env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"},
+                            timeout=900)
 
 
 def tail(run: subprocess.CompletedProcess) -> str:

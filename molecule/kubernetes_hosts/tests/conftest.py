@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import testinfra
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_shared"))
+import lab_playbook  # noqa: E402  (molecule/_shared, put on the path above)
 
 PROJECT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 SCENARIO = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
@@ -40,13 +44,8 @@ def cp():
 
 
 def run_playbook(playbook: Path | str, *args: str) -> subprocess.CompletedProcess[str]:
-    """ansible-playbook on the lab hosts (the checkout's collection, never a copy)."""
-    env = dict(os.environ, ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=str(PROJECT / ".cache" / "collections"),
-               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
-    env["PATH"] = f"{PROJECT / '.venv' / 'bin'}:{env.get('PATH', '')}"
-    return subprocess.run(["ansible-playbook", "-i", str(INVENTORY), str(playbook), *args],
-                          cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    """ansible-playbook on the lab hosts, as the converge runs it (molecule/_shared/lab_playbook.py)."""
+    return lab_playbook.run(playbook, *args, inventories=[INVENTORY], timeout=600)
 
 
 def recap(run: subprocess.CompletedProcess[str], host: str) -> dict[str, int]:

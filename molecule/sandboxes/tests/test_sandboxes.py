@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_shared"))
+import lab_playbook  # noqa: E402  (molecule/_shared, put on the path above)
+
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
-PROJECT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 SCENARIO = Path(__file__).resolve().parent.parent
 LAB = yaml.safe_load((EPHEMERAL / "inventory" / "clusterdos_lab.yml").read_text())["all"]
 
@@ -192,14 +194,9 @@ def test_containerd_loads_kata_handler(kata):
 def test_kata_preflight_refuses_host_without_kvm(kata):
     """sb-kata's CPU has no vmx/svm (software-emulated paravirtual KVM only): the
     sandboxes playbook must stop in its preflight with the reason, changing nothing."""
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(PROJECT / ".cache" / "collections"),
-               ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"))
-    run = subprocess.run(
-        ["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), str(PROJECT / "playbooks" / "sandboxes.yml"),
-         "-e", "clusterdos_kata_group=kata_render", "-e", "clusterdos_gvisor_group=nogroup", "--limit", f"{KATA},localhost"],
-        capture_output=True, text=True, env=env, check=False)
-    out = run.stdout + run.stderr
-    assert run.returncode != 0, out
+    rc, out = _run("sandboxes.yml", "-e", "clusterdos_kata_group=kata_render", "-e", "clusterdos_gvisor_group=nogroup",
+                        "--limit", f"{KATA},localhost")
+    assert rc != 0, out
     assert f"Kata Containers cannot run on {KATA}" in out
     assert "neither vmx nor svm" in out
     assert "changed=0" in out
@@ -213,21 +210,15 @@ def test_kata_preflight_refuses_host_without_kvm(kata):
 LUSTRE_MOUNT = {"fsname": "scratch", "mgs_nids": ["10.0.0.1@tcp", "10.0.0.2@tcp"], "path": "/lustre/scratch"}
 
 
-def _run(playbook_path, *args):
-    # Plain text (molecule's environment forces colour): the recap lines are read below.
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(PROJECT / ".cache" / "collections"),
-               ANSIBLE_CONFIG=str(PROJECT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
-    run = subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), playbook_path, *args],
-                         capture_output=True, text=True, env=env, check=False)
+def _run(playbook, *args):
+    """A playbook (a name under playbooks/, or a path) on the lab as the converge runs it (molecule/_shared/lab_playbook.py): its exit
+    status, and its plain-text output (the recap lines are read below)."""
+    run = lab_playbook.run(playbook, *args, inventories=[EPHEMERAL / "inventory"])
     return run.returncode, run.stdout + run.stderr
 
 
-def _playbook(playbook, *args):
-    return _run(str(PROJECT / "playbooks" / playbook), *args)
-
-
 def test_host_preflight_accepts_gvisor_and_lustre_inputs_changing_nothing(gvisor):
-    rc, out = _playbook("preflight_hosts.yml", "--limit", GVISOR, "-e", "clusterdos_lustre_client_group=gvisor",
+    rc, out = _run("preflight_hosts.yml", "--limit", GVISOR, "-e", "clusterdos_lustre_client_group=gvisor",
                         "-e", json.dumps({"lustre_client_mounts": [LUSTRE_MOUNT]}))
     assert rc == 0, out
     assert "changed=0" in out and "failed=0" in out
@@ -241,7 +232,7 @@ def test_host_preflight_accepts_gvisor_and_lustre_inputs_changing_nothing(gvisor
 def test_storage_playbook_refuses_a_malformed_lustre_mount_before_any_change(gvisor):
     """storage.yml's own preflight (the stage run on its own) stops on a bad Lustre mount."""
     bad = dict(LUSTRE_MOUNT, mgs_nids=["10.0.0.1@eth0"], fsname="much_too_long")
-    rc, out = _playbook("storage.yml", "--limit", f"{GVISOR},localhost", "-e", "clusterdos_lustre_client_group=gvisor",
+    rc, out = _run("storage.yml", "--limit", f"{GVISOR},localhost", "-e", "clusterdos_lustre_client_group=gvisor",
                         "-e", "clusterdos_nfs_client_group=nogroup", "-e", "clusterdos_storage_server_group=nogroup",
                         "-e", json.dumps({"lustre_client_mounts": [bad]}))
     assert rc != 0, out
@@ -250,7 +241,7 @@ def test_storage_playbook_refuses_a_malformed_lustre_mount_before_any_change(gvi
 
 
 def test_host_preflight_refuses_kata_without_kvm(kata):
-    rc, out = _playbook("preflight_hosts.yml", "--limit", KATA, "-e", "clusterdos_kata_group=kata_render")
+    rc, out = _run("preflight_hosts.yml", "--limit", KATA, "-e", "clusterdos_kata_group=kata_render")
     assert rc != 0, out
     assert f"Kata Containers cannot run on {KATA}" in out
     assert "changed=0" in out
@@ -261,7 +252,7 @@ def test_the_kata_tag_alone_still_checks_the_host_in_the_stages_host_checks(kata
     """sandboxes.yml --tags kata: the role play's tag also selects the stage's host checks,
     which refuse a host without KVM before any host changes. Before, that play was tagged
     sandboxes and preflight only, and the refusal came from the Kata play itself."""
-    rc, out = _playbook("sandboxes.yml", "--tags", "kata", "--limit", f"{KATA},localhost",
+    rc, out = _run("sandboxes.yml", "--tags", "kata", "--limit", f"{KATA},localhost",
                         "-e", "clusterdos_kata_group=kata_render", "-e", "clusterdos_gvisor_group=nogroup")
     assert rc != 0, out
     checks = out.split("PLAY [Sandboxes - host checks", 1)[1].split("PLAY [Sandboxes - gVisor", 1)[0]
@@ -273,7 +264,7 @@ def test_the_kata_tag_alone_still_checks_the_host_in_the_stages_host_checks(kata
 def test_kata_input_checks_refuse_a_malformed_pin_before_any_change(kata):
     """With the KVM preflight off, Kata's own input checks still stop sandboxes.yml on this
     host before anything is downloaded or written."""
-    rc, out = _playbook("sandboxes.yml", "--limit", f"{KATA},localhost", "-e", "clusterdos_kata_group=kata_render",
+    rc, out = _run("sandboxes.yml", "--limit", f"{KATA},localhost", "-e", "clusterdos_kata_group=kata_render",
                         "-e", "clusterdos_gvisor_group=nogroup",
                         "-e", json.dumps({"kata_preflight": False, "kata_checksum": "sha256:1234"}))
     assert rc != 0, out
@@ -287,7 +278,7 @@ def test_sandboxes_playbook_alone_on_the_converged_host_changes_nothing(gvisor):
     """sandboxes.yml on its own, as a site re-runs a stage: the containerd role is not in the
     run, so the handler registration reads the installed containerd's version itself (the
     config schema) and writes the same CRI drop-in: nothing changes."""
-    rc, out = _playbook("sandboxes.yml", "--limit", f"{GVISOR},localhost", "-e", "clusterdos_kata_group=nogroup")
+    rc, out = _run("sandboxes.yml", "--limit", f"{GVISOR},localhost", "-e", "clusterdos_kata_group=nogroup")
     assert rc == 0, out
     assert "TASK [clusterdos.cluster.containerd : Find the installed containerd's version" in out
     recap = [line for line in out.splitlines() if line.startswith(GVISOR + " ")]

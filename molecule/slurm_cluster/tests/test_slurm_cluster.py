@@ -14,12 +14,16 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import testinfra
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_shared"))
+import lab_playbook  # noqa: E402  (molecule/_shared, put on the path above)
 
 SCENARIO = Path(__file__).resolve().parents[1]
 ROOT = SCENARIO.parents[1]
@@ -63,21 +67,11 @@ def lab_host(name: str):
     return testinfra.get_host(f"ansible://{name}", ansible_inventory=lab_inventory())
 
 
-# The tasks of the tests' own runs go through Mitogen, as the scenario's converge does
-# (molecule/_shared/strategy; docs/testing.md, "Task executor"): the same modules and
-# results, less CPU. ANSIBLE_STRATEGY in the environment runs them with another strategy.
-MITOGEN = {"ANSIBLE_STRATEGY_PLUGINS": str(ROOT / "molecule" / "_shared" / "strategy"), "ANSIBLE_STRATEGY": "mitogen_linear"}
-
-
 def playbook(name: str | Path, *extra: str, inventory: str | None = None) -> subprocess.CompletedProcess[str]:
-    """ansible-playbook on the lab with the scenario's inventory (as molecule runs it): a
-    playbook of the collection by name, or the path of another; INVENTORY replaces the lab's."""
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
-    for key, value in MITOGEN.items():
-        env.setdefault(key, value)
-    path = name if isinstance(name, Path) else ROOT / "playbooks" / name
-    return subprocess.run(["ansible-playbook", "-i", inventory or lab_inventory(), "-i", str(SCENARIO / "inventory"),
-                           str(path), *extra], env=env, capture_output=True, text=True, cwd=ROOT)
+    """ansible-playbook on the lab with the scenario's inventory, as the converge runs it
+    (molecule/_shared/lab_playbook.py: Mitogen, the checkout's collection): a playbook of the
+    collection by name, or the path of another; INVENTORY replaces the lab's."""
+    return lab_playbook.run(name, *extra, inventories=[inventory or lab_inventory(), SCENARIO / "inventory"])
 
 
 def recap(out: str) -> dict[str, dict[str, int]]:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -19,6 +20,9 @@ from xml.etree import ElementTree as ET
 import pytest
 import testinfra
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "_shared"))
+import lab_playbook  # noqa: E402  (molecule/_shared, put on the path above)
 
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
 REPORT = EPHEMERAL / "validation-report"
@@ -56,17 +60,22 @@ def lab_inventory() -> str:
                           text=True).stdout.strip()
 
 
+# The json callback prints one JSON document for the whole run (the default callback's
+# one-line output is followed by warnings and other text that is not JSON).
+JSON_OUTPUT = {"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"}
+# This scenario's own runs take Ansible's stock executor (the checkout's strategy, a new
+# Python per task on each host), as a site without Mitogen runs them: the one multi-host
+# Slurm path that does every CI run (docs/testing.md, "Task executor").
+STOCK_EXECUTOR = {"ANSIBLE_STRATEGY": "clusterdos.cluster.linear"}
+
+
 def run_playbook(name: str | Path, *args: str, json_output: bool = False) -> subprocess.CompletedProcess:
     """ansible-playbook NAME (playbooks/; or the path of another) against this scenario's
-    inventory and the lab's current one (a host added by a test included), from the
-    checkout; with json_output, the json callback's one document on stdout."""
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"))
-    if json_output:
-        env.update(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
-    path = name if isinstance(name, Path) else ROOT / "playbooks" / name
-    return subprocess.run(["ansible-playbook", "-i", str(EPHEMERAL / "inventory"), "-i", lab_inventory(), *args, str(path)],
-                          env=env, capture_output=True, text=True, cwd=ROOT, timeout=1800, check=False)
+    inventory and the lab's current one (a host added by a test included), from the checkout
+    (molecule/_shared/lab_playbook.py) with the stock executor; with json_output, the json
+    callback's one document on stdout."""
+    return lab_playbook.run(name, *args, inventories=[EPHEMERAL / "inventory", lab_inventory()],
+                            env={**STOCK_EXECUTOR, **(JSON_OUTPUT if json_output else {})})
 
 
 def _checks(doc):
@@ -165,16 +174,8 @@ def test_a_stopped_compute_node_fails_node_states_and_srun(host):
     """Stop slurmd on one compute node; the module (run by ansible) must name it."""
     down = COMPUTE_ONLY[-1]
     inventory = [str(EPHEMERAL / "inventory")]  # molecule's inventory directory (hosts + the lab's variables)
-    env = dict(os.environ)
-    if (EPHEMERAL / "ansible.cfg").exists():
-        env["ANSIBLE_CONFIG"] = str(EPHEMERAL / "ansible.cfg")
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / ".cache" / "collections")
     nodes = json.dumps([{"name": n, "slurm_compute": True} for n in COMPUTE])
-
-    # The json callback prints one JSON document for the whole run (the default callback's
-    # one-line output is followed by warnings and other text that is not JSON).
-    env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.posix.json"
-    env["ANSIBLE_LOAD_CALLBACK_PLUGINS"] = "1"
+    env = lab_playbook.environment(JSON_OUTPUT)
 
     def adhoc(target, module, args):
         cmd = ["ansible", target, "-i", inventory[0], "-m", module, "-a", args]
