@@ -46,9 +46,9 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def run(playbook: str | Path, *args: str, inventories: Sequence[str | Path],
         env: Mapping[str, str] | None = None, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
-    """ansible-playbook PLAYBOOK (a name under playbooks/, or a path: one with a slash) with each of INVENTORIES
-    and ARGS, from the checkout; ENV adds to the environment. The completed process, output
-    captured as text, whatever its exit status."""
+    """ansible-playbook PLAYBOOK (a name under playbooks/, or a path: one with a slash) with
+    each of INVENTORIES and ARGS, from the checkout; ENV adds to the environment. The
+    completed process, output captured as text, whatever its exit status."""
     path = Path(playbook) if "/" in str(playbook) else ROOT / "playbooks" / playbook
     argv = ["ansible-playbook"]
     for inventory in inventories:

@@ -131,7 +131,8 @@ def zookeeper_check(target: str) -> dict:
     """The ZooKeeper check of the cluster_validate module, run by ansible on TARGET with the
     ensemble as the inventory describes it (the role's clusterd option left at its defaults)."""
     nodes = [{"name": h, "address": address(h), "roles": ["zookeeper"], "kind": "service"} for h in ZK]
-    env = lab_playbook.environment({"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})
+    env = lab_playbook.environment({"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+                                    "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})
     res = subprocess.run(["ansible", target, "-i", str(EPHEMERAL / "inventory"), "-m", "clusterdos.cluster.cluster_validate",
                           "-a", json.dumps({"checks": ["clusterd.zookeeper"], "nodes": nodes, "host": target,
                                             "timeout": 30})],

@@ -195,7 +195,7 @@ def test_kata_preflight_refuses_host_without_kvm(kata):
     """sb-kata's CPU has no vmx/svm (software-emulated paravirtual KVM only): the
     sandboxes playbook must stop in its preflight with the reason, changing nothing."""
     rc, out = _run("sandboxes.yml", "-e", "clusterdos_kata_group=kata_render", "-e", "clusterdos_gvisor_group=nogroup",
-                        "--limit", f"{KATA},localhost")
+                   "--limit", f"{KATA},localhost")
     assert rc != 0, out
     assert f"Kata Containers cannot run on {KATA}" in out
     assert "neither vmx nor svm" in out
@@ -211,15 +211,16 @@ LUSTRE_MOUNT = {"fsname": "scratch", "mgs_nids": ["10.0.0.1@tcp", "10.0.0.2@tcp"
 
 
 def _run(playbook, *args):
-    """A playbook (a name under playbooks/, or a path) on the lab as the converge runs it (molecule/_shared/lab_playbook.py): its exit
-    status, and its plain-text output (the recap lines are read below)."""
+    """A playbook (a name under playbooks/, or a path) on the lab as the converge runs it
+    (molecule/_shared/lab_playbook.py): its exit status, and its plain-text output (the recap
+    lines are read below)."""
     run = lab_playbook.run(playbook, *args, inventories=[EPHEMERAL / "inventory"])
     return run.returncode, run.stdout + run.stderr
 
 
 def test_host_preflight_accepts_gvisor_and_lustre_inputs_changing_nothing(gvisor):
     rc, out = _run("preflight_hosts.yml", "--limit", GVISOR, "-e", "clusterdos_lustre_client_group=gvisor",
-                        "-e", json.dumps({"lustre_client_mounts": [LUSTRE_MOUNT]}))
+                   "-e", json.dumps({"lustre_client_mounts": [LUSTRE_MOUNT]}))
     assert rc == 0, out
     assert "changed=0" in out and "failed=0" in out
     # Both roles' checks ran on the host (not skipped): their last task is reported ok.
@@ -233,8 +234,8 @@ def test_storage_playbook_refuses_a_malformed_lustre_mount_before_any_change(gvi
     """storage.yml's own preflight (the stage run on its own) stops on a bad Lustre mount."""
     bad = dict(LUSTRE_MOUNT, mgs_nids=["10.0.0.1@eth0"], fsname="much_too_long")
     rc, out = _run("storage.yml", "--limit", f"{GVISOR},localhost", "-e", "clusterdos_lustre_client_group=gvisor",
-                        "-e", "clusterdos_nfs_client_group=nogroup", "-e", "clusterdos_storage_server_group=nogroup",
-                        "-e", json.dumps({"lustre_client_mounts": [bad]}))
+                   "-e", "clusterdos_nfs_client_group=nogroup", "-e", "clusterdos_storage_server_group=nogroup",
+                   "-e", json.dumps({"lustre_client_mounts": [bad]}))
     assert rc != 0, out
     assert "Fix lustre_client_mounts" in out and "fsname 'much_too_long'" in out
     assert "changed=0" in out
@@ -253,7 +254,7 @@ def test_the_kata_tag_alone_still_checks_the_host_in_the_stages_host_checks(kata
     which refuse a host without KVM before any host changes. Before, that play was tagged
     sandboxes and preflight only, and the refusal came from the Kata play itself."""
     rc, out = _run("sandboxes.yml", "--tags", "kata", "--limit", f"{KATA},localhost",
-                        "-e", "clusterdos_kata_group=kata_render", "-e", "clusterdos_gvisor_group=nogroup")
+                   "-e", "clusterdos_kata_group=kata_render", "-e", "clusterdos_gvisor_group=nogroup")
     assert rc != 0, out
     checks = out.split("PLAY [Sandboxes - host checks", 1)[1].split("PLAY [Sandboxes - gVisor", 1)[0]
     assert f"Kata Containers cannot run on {KATA}" in checks, out[-3000:]
@@ -265,8 +266,8 @@ def test_kata_input_checks_refuse_a_malformed_pin_before_any_change(kata):
     """With the KVM preflight off, Kata's own input checks still stop sandboxes.yml on this
     host before anything is downloaded or written."""
     rc, out = _run("sandboxes.yml", "--limit", f"{KATA},localhost", "-e", "clusterdos_kata_group=kata_render",
-                        "-e", "clusterdos_gvisor_group=nogroup",
-                        "-e", json.dumps({"kata_preflight": False, "kata_checksum": "sha256:1234"}))
+                   "-e", "clusterdos_gvisor_group=nogroup",
+                   "-e", json.dumps({"kata_preflight": False, "kata_checksum": "sha256:1234"}))
     assert rc != 0, out
     assert "the pinned digest of" in out and "got 'sha256:1234'" in out
     assert "changed=0" in out
